@@ -1,0 +1,117 @@
+"""What a protocol adapter implements, and how the client finds one by URL scheme.
+
+Adapters register under the ``msgclient.protocols`` entry-point group, one entry per URL
+scheme (``pulsar``, ``pulsar+ssl``, ...), pointing at a ``ProtocolBackend`` subclass. The
+core imports no adapter: a third party can plug in a protocol by installing a package.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+import attrs
+
+from msgclient.core.pending_queue import OpSend
+from msgclient.errors import UnknownProtocolError
+from msgclient.message import MessageId
+from msgclient.options import ClientOptions, ProducerOptions
+from msgclient.url import ServiceUrl
+
+ENTRY_POINT_GROUP = "msgclient.protocols"
+
+
+@attrs.frozen
+class ProducerRegistration:
+    """What the broker told a producer when it (re)registered."""
+
+    producer_name: str
+    last_sequence_id: int
+    max_message_size: int
+
+
+class ProducerEvents(ABC):
+    """The core's half of a partition producer, called by the adapter's transport."""
+
+    @abstractmethod
+    def on_receipt(
+        self, sequence_id: int, highest_sequence_id: int, message_id: Callable[[int], MessageId]
+    ) -> None:
+        """The broker stored the op with ``sequence_id``.
+
+        ``message_id(batch_index)`` builds each message's id (batch index -1 for an
+        unbatched message).
+        """
+
+    @abstractmethod
+    def on_disconnected(self, error: Exception) -> None:
+        """The connection died or the broker closed the producer: reconnect and resend."""
+
+
+class ProducerTransport(ABC):
+    """The adapter's half of a partition producer: registration, encoding, writing."""
+
+    @abstractmethod
+    async def connect(self) -> ProducerRegistration:
+        """Find the broker, connect, register the producer. Raises on failure."""
+
+    @abstractmethod
+    def encode(self, op: OpSend) -> bytes:
+        """The wire frame for ``op`` (compressed as configured); called once per op."""
+
+    @abstractmethod
+    def write(self, frame: bytes) -> None:
+        """Write an encoded frame on the current connection (dropped if there is none)."""
+
+    @abstractmethod
+    def drop_connection(self, reason: str) -> None:
+        """Close the current connection; its loss comes back as ``on_disconnected``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Unregister from the broker (best effort) and stop receiving events."""
+
+
+class ProtocolBackend(ABC):
+    """One per Client: the adapter's connections, lookups and topic naming."""
+
+    default_port: int
+
+    @abstractmethod
+    def normalize_topic(self, topic: str) -> str:
+        """The canonical topic name; raises InvalidTopicNameError on a bad one."""
+
+    @abstractmethod
+    async def partition_count(self, topic: str) -> int:
+        """Partitions of ``topic`` (0: not partitioned)."""
+
+    @abstractmethod
+    def partition_name(self, topic: str, partition: int) -> str:
+        """The name of one partition of a partitioned topic."""
+
+    @abstractmethod
+    def producer_transport(
+        self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
+    ) -> ProducerTransport:
+        """A transport for one (partition) producer; ``partition`` is -1 when unpartitioned."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Close every connection."""
+
+
+BackendFactory = Callable[[ServiceUrl, ClientOptions], ProtocolBackend]
+
+
+def load_backend(url: ServiceUrl, options: ClientOptions) -> ProtocolBackend:
+    """Instantiate the adapter registered for ``url.scheme``."""
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    for entry in found:
+        if entry.name == url.scheme:
+            factory: BackendFactory = entry.load()
+            return factory(url, options)
+    known = ", ".join(sorted(f"{e.name}://" for e in found)) or "none installed"
+    raise UnknownProtocolError(
+        f"no protocol adapter for scheme {url.scheme!r} in {url.raw!r}; known schemes: {known}"
+    )

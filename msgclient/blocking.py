@@ -1,0 +1,141 @@
+"""A blocking facade over the async API, for code that does not run an event loop.
+
+``msgclient.blocking.Client`` has the same names as ``msgclient.Client``; it runs the
+async client on an event loop in a background thread of its own and waits for results.
+Callbacks run on that thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from msgclient import client as async_client
+from msgclient import producer as async_producer
+from msgclient.message import MessageId, SendCallback
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="msgclient-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+
+class Client:
+    """Blocking client: ``Client("pulsar://localhost:6650", **options)``."""
+
+    def __init__(self, service_url: str, **options: Any) -> None:
+        self._runner = _LoopThread()
+        try:
+            self._client = async_client.Client(service_url, **options)
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def create_producer(self, topic: str, **options: Any) -> Producer:
+        producer = self._runner.run(self._client.create_producer(topic, **options))
+        return Producer(producer, self._runner)
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._client.close())
+        finally:
+            self._runner.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Producer:
+    """Blocking producer; ``send_async`` returns a ``concurrent.futures.Future``."""
+
+    def __init__(self, producer: async_producer.Producer, runner: _LoopThread) -> None:
+        self._producer = producer
+        self._runner = runner
+
+    @property
+    def topic(self) -> str:
+        return self._producer.topic
+
+    @property
+    def producer_name(self) -> str:
+        return self._producer.producer_name
+
+    @property
+    def last_sequence_id(self) -> int:
+        return self._producer.last_sequence_id
+
+    def send(self, value: bytes, **message_options: Any) -> MessageId:
+        """Send and wait for the broker's confirmation (options as the async ``send``)."""
+        return self._runner.run(self._producer.send(value, **message_options))
+
+    def send_async(
+        self,
+        value: bytes,
+        callback: SendCallback | None = None,
+        **message_options: Any,
+    ) -> concurrent.futures.Future[MessageId]:
+        """Queue a message; blocks only while the queue is full (block_if_queue_full)."""
+        enqueued = self._runner.run(self._producer.send_async(value, callback, **message_options))
+        result: concurrent.futures.Future[MessageId] = concurrent.futures.Future()
+        self._runner.loop.call_soon_threadsafe(_chain, enqueued, result)
+        return result
+
+    def flush(self) -> None:
+        self._runner.run(self._producer.flush())
+
+    def close(self) -> None:
+        self._runner.run(self._producer.close())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _chain(source: asyncio.Future[T], target: concurrent.futures.Future[T]) -> None:
+    def copy(done: asyncio.Future[T]) -> None:
+        if done.cancelled():
+            target.cancel()
+        elif done.exception() is not None:
+            target.set_exception(done.exception())  # type: ignore[arg-type]
+        else:
+            target.set_result(done.result())
+
+    source.add_done_callback(copy)
+
+

@@ -1,0 +1,1 @@
+"""Protocol-independent client machinery shared by the Pulsar and Kafka adapters."""

@@ -1,0 +1,78 @@
+"""Batch containers: collect messages until a batch is full or its publish delay passes.
+
+A batch closes on ``max_messages`` or ``max_bytes`` (payload bytes), whichever comes
+first; the producer closes it on ``max_publish_delay`` with a timer. A message larger than
+``max_bytes`` still goes out, alone in its batch. The key-based container keeps one batch
+per partition key, so that Key_Shared consumers receive batches of a single key.
+"""
+
+from __future__ import annotations
+
+from msgclient.message import OutgoingMessage
+
+
+class BatchMessageContainer:
+    """One open batch of messages in arrival order."""
+
+    __slots__ = ("first_added_at", "max_bytes", "max_messages", "messages", "size_bytes")
+
+    def __init__(self, max_messages: int, max_bytes: int) -> None:
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        self.messages: list[OutgoingMessage] = []
+        self.size_bytes = 0
+        self.first_added_at: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def has_space_for(self, message: OutgoingMessage) -> bool:
+        """False when adding ``message`` would overflow the batch: close it first."""
+        return not self.messages or (
+            len(self.messages) < self.max_messages
+            and self.size_bytes + len(message.value) <= self.max_bytes
+        )
+
+    def add(self, message: OutgoingMessage, now: float) -> bool:
+        """Add ``message``; True when the batch is now full and should be closed."""
+        if not self.messages:
+            self.first_added_at = now
+        self.messages.append(message)
+        self.size_bytes += len(message.value)
+        return len(self.messages) >= self.max_messages or self.size_bytes >= self.max_bytes
+
+    def close(self) -> list[list[OutgoingMessage]]:
+        """Take the open batch (as a list of batches, empty if none) and start a new one."""
+        if not self.messages:
+            return []
+        batch, self.messages = self.messages, []
+        self.size_bytes = 0
+        self.first_added_at = None
+        return [batch]
+
+
+class KeyBasedBatchMessageContainer(BatchMessageContainer):
+    """One batch per partition key; all of them close together.
+
+    Batches come out ordered by their first message, so sequence ids stay increasing
+    along the pending queue.
+    """
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self, max_messages: int, max_bytes: int) -> None:
+        super().__init__(max_messages, max_bytes)
+        self._by_key: dict[str | None, list[OutgoingMessage]] = {}
+
+    def add(self, message: OutgoingMessage, now: float) -> bool:
+        full = super().add(message, now)
+        self._by_key.setdefault(message.partition_key, []).append(message)
+        return full
+
+    def close(self) -> list[list[OutgoingMessage]]:
+        if not self.messages:
+            return []
+        super().close()
+        batches, self._by_key = list(self._by_key.values()), {}
+        batches.sort(key=lambda batch: batch[0].sequence_id or 0)
+        return batches

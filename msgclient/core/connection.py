@@ -1,0 +1,250 @@
+"""One broker connection: bytes to an adapter session, requests correlated to futures.
+
+The connection owns the socket, the request table and the timers (request timeouts and
+keepalive); it knows nothing of any protocol. The adapter's ``ProtocolSession`` turns bytes
+into frames (a sans-IO codec), answers requests through ``resolve``/``reject`` and routes
+everything else to its producers and consumers. When the socket dies, for any reason, every
+pending request fails at once with ConnectionClosedError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+from msgclient.errors import ConnectError, ConnectionClosedError, OperationTimeoutError, ProtocolError
+
+log = logging.getLogger(__name__)
+
+
+class ProtocolSession(Protocol):
+    """The adapter's half of a connection."""
+
+    def data_received(self, data: bytes) -> None:
+        """Decode and dispatch; raise ProtocolError on bytes that break the protocol."""
+
+    def eof_received(self) -> None:
+        """The peer closed its side; raise TruncatedFrameError if a frame was cut short."""
+
+    def keepalive_probe(self) -> bytes:
+        """Bytes that make the peer answer (a ping), sent when the line has been quiet."""
+
+    def connection_lost(self, error: ConnectionClosedError) -> None:
+        """Tell every producer and consumer on this connection that it is gone."""
+
+
+S = TypeVar("S", bound=ProtocolSession)
+
+
+class Connection(asyncio.Protocol, Generic[S]):
+    """An asyncio protocol for one socket. Build it with ``open_connection``."""
+
+    def __init__(
+        self,
+        session_factory: Callable[[Connection[S]], S],
+        *,
+        address: str,
+        operation_timeout: float,
+        keepalive_interval: float,
+    ) -> None:
+        self.address = address
+        self.operation_timeout = operation_timeout
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._request_ids = itertools.count()
+        self._requests: dict[int, asyncio.Future[Any]] = {}
+        # (deadline, request id) in the order sent; with one timeout for all requests the
+        # deadlines are sorted, so one timer at the head checks them all.
+        self._deadlines: deque[tuple[float, int]] = deque()
+        self._timeout_timer: asyncio.TimerHandle | None = None
+        self._keepalive_interval = keepalive_interval
+        self._keepalive_timer: asyncio.TimerHandle | None = None
+        self._received_since_probe = False
+        self._probe_outstanding = False
+        self._close_error: ConnectionClosedError | None = None
+        self.closed: asyncio.Future[ConnectionClosedError] = self._loop.create_future()
+        self.session: S = session_factory(self)
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
+
+    def data_received(self, data: bytes) -> None:
+        self._received_since_probe = True
+        try:
+            self.session.data_received(data)
+        except ProtocolError as error:
+            log.warning("closing connection to %s: %s", self.address, error)
+            self.abort(error)
+
+    def eof_received(self) -> bool | None:
+        try:
+            self.session.eof_received()
+        except ProtocolError as error:
+            self._close_error = _closed_by(self.address, error)
+        return None  # let the transport close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        error = self._close_error or _closed_by(self.address, exc)
+        self._close_error = error
+        self._transport = None
+        for timer in (self._keepalive_timer, self._timeout_timer):
+            if timer is not None:
+                timer.cancel()
+        requests, self._requests = self._requests, {}
+        self._deadlines.clear()
+        for future in requests.values():
+            if not future.done():
+                future.set_exception(error)
+        self.session.connection_lost(error)
+        if not self.closed.done():
+            self.closed.set_result(error)
+
+    # -- writing and requests -----------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and self._close_error is None
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes for the socket; a closed connection drops them (the owner resends)."""
+        if self._transport is not None:
+            self._transport.write(data)
+
+    def new_request_id(self) -> int:
+        return next(self._request_ids)
+
+    def request(self, request_id: int, data: bytes) -> asyncio.Future[Any]:
+        """Send ``data`` and return a future for the answer with ``request_id``.
+
+        It fails with OperationTimeoutError after ``operation_timeout`` and with
+        ConnectionClosedError if the connection dies first.
+        """
+        future: asyncio.Future[Any] = self._loop.create_future()
+        if not self.is_open:
+            future.set_exception(self._close_error or ConnectionClosedError(self.address))
+            return future
+        self._requests[request_id] = future
+        self._deadlines.append((self._loop.time() + self.operation_timeout, request_id))
+        if self._timeout_timer is None:
+            self._schedule_timeout_check()
+        self.write(data)
+        return future
+
+    def resolve(self, request_id: int, result: object) -> bool:
+        """Complete a request; False if no such request is pending (late or unknown)."""
+        future = self._requests.pop(request_id, None)
+        if future is None or future.done():
+            return False
+        future.set_result(result)
+        return True
+
+    def reject(self, request_id: int, error: BaseException) -> bool:
+        future = self._requests.pop(request_id, None)
+        if future is None or future.done():
+            return False
+        future.set_exception(error)
+        return True
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self, error: BaseException) -> None:
+        """Drop the socket at once (after a protocol error); pending requests fail."""
+        self._close_error = _closed_by(self.address, error)
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- timers -------------------------------------------------------------------------
+
+    def _schedule_timeout_check(self) -> None:
+        self._timeout_timer = None
+        while self._deadlines and self._deadlines[0][1] not in self._requests:
+            self._deadlines.popleft()  # answered already
+        if self._deadlines:
+            self._timeout_timer = self._loop.call_at(self._deadlines[0][0], self._check_timeouts)
+
+    def _check_timeouts(self) -> None:
+        now = self._loop.time()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, request_id = self._deadlines.popleft()
+            self.reject(
+                request_id,
+                OperationTimeoutError(
+                    f"no answer from {self.address} within {self.operation_timeout:g}s "
+                    f"(request {request_id})"
+                ),
+            )
+        self._schedule_timeout_check()
+
+    def _keepalive(self) -> None:
+        if not self.is_open:
+            return
+        if self._received_since_probe:
+            self._received_since_probe = False
+            self._probe_outstanding = False
+        elif self._probe_outstanding:
+            self.abort(
+                ConnectionClosedError(
+                    f"{self.address} did not answer a keepalive probe within "
+                    f"{self._keepalive_interval:g}s"
+                )
+            )
+            return
+        else:
+            self._probe_outstanding = True
+            self.write(self.session.keepalive_probe())
+        self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
+
+
+def _closed_by(address: str, cause: BaseException | None) -> ConnectionClosedError:
+    if isinstance(cause, ConnectionClosedError):
+        return cause
+    reason = f": {cause}" if cause else ""
+    error = ConnectionClosedError(f"connection to {address} closed{reason}")
+    error.__cause__ = cause
+    return error
+
+
+async def open_connection(
+    session_factory: Callable[[Connection[S]], S],
+    host: str,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None,
+    server_hostname: str | None = None,
+    connect_timeout: float,
+    operation_timeout: float,
+    keepalive_interval: float,
+) -> Connection[S]:
+    """Open a TCP (or TLS) connection to ``host:port`` within ``connect_timeout``."""
+    loop = asyncio.get_running_loop()
+    address = f"{host}:{port}"
+    try:
+        async with asyncio.timeout(connect_timeout):
+            _, connection = await loop.create_connection(
+                lambda: Connection(
+                    session_factory,
+                    address=address,
+                    operation_timeout=operation_timeout,
+                    keepalive_interval=keepalive_interval,
+                ),
+                host,
+                port,
+                ssl=ssl_context,
+                server_hostname=server_hostname if ssl_context else None,
+            )
+    except TimeoutError as error:
+        raise ConnectError(f"cannot connect to {address}: timed out after {connect_timeout:g}s") from error
+    except OSError as error:  # refused, unreachable, TLS handshake failure (ssl.SSLError)
+        raise ConnectError(f"cannot connect to {address}: {error}") from error
+    return connection

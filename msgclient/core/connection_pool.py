@@ -1,0 +1,87 @@
+"""ConnectionPool: share connections per broker, open each at most once at a time.
+
+Keyed by (logical address, physical address): through a proxy many logical brokers share
+one physical address, and each still needs its own connection (the handshake names the
+broker). ``connections_per_broker`` connections per key spread load over sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from typing import Generic
+
+from msgclient.core.connection import Connection, S
+from msgclient.errors import AlreadyClosedError
+
+Connector = Callable[[str, str], Awaitable[Connection[S]]]
+PoolKey = tuple[str, str, int]
+
+
+class ConnectionPool(Generic[S]):
+    """Connections by broker; a dead connection is evicted and the next caller reopens it.
+
+    ``connector(logical, physical)`` opens a connection and runs the protocol handshake;
+    concurrent callers for the same key wait on the same attempt.
+    """
+
+    def __init__(self, connector: Connector[S], connections_per_broker: int = 1) -> None:
+        self._connector = connector
+        self._per_broker = connections_per_broker
+        self._connections: dict[PoolKey, asyncio.Task[Connection[S]]] = {}
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._connections)
+
+    async def get_connection(self, logical: str, physical: str | None = None) -> Connection[S]:
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        key = (logical, physical or logical, random.randrange(self._per_broker))
+        task = self._connections.get(key)
+        if task is None or (task.done() and _open_connection(task) is None):
+            task = asyncio.ensure_future(self._open(key))
+            self._connections[key] = task
+        # shield: one caller giving up must not cancel the attempt the others wait on
+        return await asyncio.shield(task)
+
+    async def _open(self, key: PoolKey) -> Connection[S]:
+        try:
+            connection = await self._connector(key[0], key[1])
+        except BaseException:
+            self._connections.pop(key, None)
+            raise
+        connection.closed.add_done_callback(lambda _: self._evict(key, connection))
+        return connection
+
+    def _evict(self, key: PoolKey, connection: Connection[S]) -> None:
+        task = self._connections.get(key)
+        if task is not None and task.done() and _result(task) is connection:
+            del self._connections[key]
+
+    async def close(self) -> None:
+        """Close every connection; later ``get_connection`` calls fail with AlreadyClosedError."""
+        self._closed = True
+        tasks, self._connections = list(self._connections.values()), {}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for task in tasks:
+            connection = _result(task)
+            if connection is not None:
+                connection.close()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(connection.closed), 5)
+
+
+def _result(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:
+    if task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
+
+
+def _open_connection(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:
+    connection = _result(task)
+    return connection if connection is not None and connection.is_open else None

@@ -1,0 +1,277 @@
+"""PartitionProducer: one producer on one topic partition (the Java client's ProducerImpl).
+
+It assigns sequence ids, batches, keeps the pending queue with its send timeout, and
+survives reconnects: after a new connection it resends everything pending, in order.
+The adapter's ProducerTransport does the protocol part (registration and encoding).
+
+Sequence ids follow the Java client: ``_next_sequence_id`` (msgIdGenerator) is the id for
+the next message; ``last_sequence_id_pushed`` is the highest id handed to the wire;
+``last_sequence_id_published`` the highest the broker confirmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.core.backoff import Backoff
+from msgclient.core.batch_container import BatchMessageContainer, KeyBasedBatchMessageContainer
+from msgclient.core.limits import Limit
+from msgclient.core.pending_queue import OpSend, PendingQueue
+from msgclient.errors import (
+    AlreadyClosedError,
+    BrokerError,
+    ConnectError,
+    ConnectionClosedError,
+    MsgClientError,
+    OperationTimeoutError,
+    SendTimeoutError,
+    TopicLookupError,
+)
+from msgclient.message import MessageId, OutgoingMessage
+from msgclient.options import BatchingType, ProducerOptions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+# Broker errors after which retrying the registration can succeed.
+RETRIABLE_BROKER_ERRORS = frozenset(
+    {"ServiceNotReady", "TooManyRequests", "MetadataError", "PersistenceError", "UnknownError"}
+)
+
+
+class PartitionProducer(ProducerEvents):
+    """Create with ``start``; the first registration must succeed within the timeout."""
+
+    def __init__(
+        self,
+        topic: str,
+        options: ProducerOptions,
+        memory: Limit,
+        transport_factory: Callable[[ProducerEvents], ProducerTransport],
+        backoff: Backoff,
+        max_pending_messages: int,
+    ) -> None:
+        self.topic = topic
+        self.producer_name = options.producer_name or ""
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE  # until the broker says otherwise
+        self._options = options
+        self._memory = memory
+        self.pending_messages = Limit(max_pending_messages)
+        self._transport = transport_factory(self)
+        self._backoff = backoff
+        self._loop = asyncio.get_running_loop()
+        self._connected = False  # frames may be written
+        self._closing = False  # no new messages
+        self._closed = False  # no more reconnects
+        self._batch: BatchMessageContainer | None = None
+        if options.batching_enabled:
+            container = (
+                KeyBasedBatchMessageContainer
+                if options.batching_type is BatchingType.KeyBased
+                else BatchMessageContainer
+            )
+            self._batch = container(
+                options.batching_max_messages, options.batching_max_allowed_size_in_bytes
+            )
+        self._batch_delay = options.batching_max_publish_delay_ms / 1000
+        self._batch_timer: asyncio.TimerHandle | None = None
+        self._pending = PendingQueue(
+            options.send_timeout_millis / 1000, self._oldest_batched, self._on_send_timeout
+        )
+        self._next_sequence_id = 0
+        self.last_sequence_id_pushed = -1
+        self.last_sequence_id_published = -1
+        self._registered_once = False
+        self._reconnect_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register with the broker for the first time; raise what made it fail."""
+        registration = await self._transport.connect()
+        self._on_registered(registration)
+
+    def _on_registered(self, registration: ProducerRegistration) -> None:
+        self.producer_name = registration.producer_name
+        self.max_message_size = registration.max_message_size
+        if not self._registered_once:
+            self._registered_once = True
+            initial = self._options.initial_sequence_id
+            last = registration.last_sequence_id if initial is None else initial
+            self.last_sequence_id_published = last
+            self.last_sequence_id_pushed = last
+            self._next_sequence_id = last + 1
+        for op in self._pending:  # resend in order what the old connection left unconfirmed
+            self._transport.write(op.frame)
+        self._connected = True
+        self._backoff.reset()
+
+    def on_disconnected(self, error: Exception) -> None:
+        if not self._connected or self._closed:
+            return
+        log.info("producer on %s disconnected (%s): reconnecting", self.topic, error)
+        self._connected = False
+        self._reconnect_task = asyncio.ensure_future(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self._backoff.next())
+            try:
+                registration = await self._transport.connect()
+            except (ConnectError, ConnectionClosedError, OperationTimeoutError, TopicLookupError) as error:
+                log.info("reconnect of %s failed: %s", self.topic, error)
+                continue
+            except BrokerError as error:
+                if error.code in RETRIABLE_BROKER_ERRORS:
+                    log.info("reconnect of %s failed: %s", self.topic, error)
+                    continue
+                log.error("producer on %s cannot reconnect: %s", self.topic, error)
+                self._closing = self._closed = True
+                self._fail_all(error)
+                return
+            if not self._closed:
+                self._on_registered(registration)
+            return
+
+    async def flush(self) -> None:
+        """Send the open batch and wait until everything sent so far is confirmed or failed."""
+        self._close_batch()
+        last = self._pending.peek_last()
+        if last is not None:
+            await asyncio.wait([last.messages[-1].future])
+
+    async def close(self, timeout: float) -> None:
+        """Flush (for at most ``timeout`` s), then unregister.
+
+        Messages that cannot be delivered by then fail with AlreadyClosedError: none vanish.
+        """
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            async with asyncio.timeout(timeout):
+                await self.flush()
+        except TimeoutError:
+            log.warning("%s: closing with %d messages unconfirmed", self.topic, self.pending_count)
+        self._closed = True
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
+        self._pending.stop()
+        try:
+            await self._transport.close()
+        finally:
+            self._connected = False
+            self._fail_all(AlreadyClosedError(f"producer on {self.topic} was closed"))
+
+    # -- sending ------------------------------------------------------------------------
+
+    def enqueue(self, message: OutgoingMessage) -> None:
+        """Take a message whose limits were acquired; it completes or fails its future."""
+        if self._closing:
+            self._release(1, len(message.value))
+            message.fail(AlreadyClosedError(f"producer on {self.topic} is closed"))
+            return
+        if message.sequence_id is None:
+            message.sequence_id = self._next_sequence_id
+            self._next_sequence_id += 1
+        batch = self._batch
+        if batch is None:
+            self._push(OpSend([message], False, len(message.value), self._loop.time()))
+            return
+        if not batch.has_space_for(message):
+            self._close_batch()
+        if batch.add(message, self._loop.time()):
+            self._close_batch()
+        elif self._batch_timer is None:
+            self._batch_timer = self._loop.call_later(self._batch_delay, self._close_batch)
+
+    def _close_batch(self) -> None:
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        if self._batch is None:
+            return
+        now = self._loop.time()
+        for messages in self._batch.close():
+            size = sum(len(m.value) for m in messages)
+            self._push(OpSend(messages, True, size, now))
+
+    def _push(self, op: OpSend) -> None:
+        try:
+            op.frame = self._transport.encode(op)
+        except MsgClientError as error:  # e.g. a missing compression codec
+            self._complete_failed(op, error)
+            return
+        self._pending.append(op)
+        self.last_sequence_id_pushed = op.highest_sequence_id
+        if self._connected:
+            self._transport.write(op.frame)
+
+    # -- events from the transport ------------------------------------------------------
+
+    def on_receipt(
+        self, sequence_id: int, highest_sequence_id: int, message_id: Callable[[int], MessageId]
+    ) -> None:
+        op = self._pending.peek()
+        if op is None or sequence_id < op.sequence_id:
+            return  # a late receipt for an op that already timed out
+        if sequence_id > op.sequence_id:
+            # The broker skipped an op: the stream is out of step. Reconnect to resend.
+            log.warning(
+                "%s: receipt for sequence id %d while expecting %d: reconnecting",
+                self.topic,
+                sequence_id,
+                op.sequence_id,
+            )
+            self._transport.drop_connection(f"receipt {sequence_id} while expecting {op.sequence_id}")
+            return
+        self._pending.popleft()
+        self.last_sequence_id_published = max(self.last_sequence_id_published, op.highest_sequence_id)
+        self._release(len(op.messages), op.payload_bytes)
+        if op.is_batch:
+            for index, message in enumerate(op.messages):
+                message.complete(message_id(index))
+        else:
+            op.messages[0].complete(message_id(-1))
+
+    # -- failures -----------------------------------------------------------------------
+
+    def _oldest_batched(self) -> float | None:
+        return self._batch.first_added_at if self._batch is not None else None
+
+    def _on_send_timeout(self) -> None:
+        count = sum(len(op.messages) for op in self._pending) + (len(self._batch or ()))
+        log.warning("%s: send timeout, failing %d pending messages", self.topic, count)
+        self._fail_all(
+            SendTimeoutError(
+                f"not confirmed by the broker within {self._options.send_timeout_millis} ms "
+                f"(topic {self.topic})"
+            )
+        )
+
+    def _fail_all(self, error: MsgClientError) -> None:
+        if self._batch is not None:
+            if self._batch_timer is not None:
+                self._batch_timer.cancel()
+                self._batch_timer = None
+            for messages in self._batch.close():
+                self._complete_failed(OpSend(messages, True, sum(len(m.value) for m in messages), 0), error)
+        for op in self._pending.drain():
+            self._complete_failed(op, error)
+
+    def _complete_failed(self, op: OpSend, error: MsgClientError) -> None:
+        self._release(len(op.messages), op.payload_bytes)
+        for message in op.messages:
+            message.fail(error)
+
+    def _release(self, count: int, size: int) -> None:
+        self.pending_messages.release(count)
+        self._memory.release(size)
+
+    @property
+    def pending_count(self) -> int:
+        return sum(len(op.messages) for op in self._pending) + len(self._batch or ())

@@ -1,0 +1,126 @@
+"""Typed exceptions raised by msgclient.
+
+Every failure a user can see is one of these, so that ``except MsgClientError`` catches
+them all and the subclass says what went wrong. Names follow the official pulsar-client
+(``ProducerQueueIsFull`` -> ``ProducerQueueIsFullError``) where one exists.
+"""
+
+from __future__ import annotations
+
+
+class MsgClientError(Exception):
+    """Base class of every msgclient error."""
+
+
+# -- configuration and input ------------------------------------------------------------
+
+
+class InvalidConfigurationError(MsgClientError, ValueError):
+    """An option has a bad value; the message names the option and what it accepts."""
+
+
+class InvalidServiceUrlError(InvalidConfigurationError):
+    """The service URL cannot be parsed or names no known protocol."""
+
+
+class UnknownProtocolError(InvalidServiceUrlError):
+    """No installed protocol adapter handles the service URL's scheme."""
+
+
+class InvalidTopicNameError(InvalidConfigurationError):
+    """The topic name is not valid for the protocol."""
+
+
+class MessageTooBigError(MsgClientError, ValueError):
+    """The message is larger than the broker accepts."""
+
+
+# -- connections and protocol ------------------------------------------------------------
+
+
+class ConnectError(MsgClientError):
+    """A connection to the broker could not be established."""
+
+
+class ConnectionClosedError(MsgClientError):
+    """The connection closed while an operation was in flight."""
+
+
+class ProtocolError(MsgClientError):
+    """The peer sent bytes that do not follow the wire protocol."""
+
+
+class MalformedFrameError(ProtocolError):
+    """A frame's structure is invalid (bad sizes, undecodable command, unknown magic)."""
+
+
+class ChecksumMismatchError(ProtocolError):
+    """A frame's checksum does not match its content."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame announces a size above the configured maximum."""
+
+
+class TruncatedFrameError(ProtocolError):
+    """The connection ended in the middle of a frame."""
+
+
+class OperationTimeoutError(MsgClientError, TimeoutError):
+    """A request to the broker got no answer within ``operation_timeout``."""
+
+
+class AuthenticationError(MsgClientError):
+    """The broker rejected the client's credentials."""
+
+
+class TopicLookupError(MsgClientError):
+    """The broker owning a topic could not be found (includes too many redirects)."""
+
+
+class TooManyRequestsError(MsgClientError):
+    """The broker refused a request because too many are in flight."""
+
+
+class BrokerError(MsgClientError):
+    """The broker answered a request with an error.
+
+    ``code`` is the protocol's own error name (e.g. ``"ServiceNotReady"``) so callers can
+    branch on it without parsing the text.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.broker_message = message
+
+
+class TopicNotFoundError(BrokerError):
+    """The topic does not exist and the broker will not create it."""
+
+
+class ProducerBusyError(BrokerError):
+    """Another producer with the same name is connected to the topic."""
+
+
+class ProducerFencedError(BrokerError):
+    """The broker fenced this producer off the topic."""
+
+
+# -- client-side state and limits -------------------------------------------------------
+
+
+class AlreadyClosedError(MsgClientError):
+    """The client, producer or consumer was already closed."""
+
+
+class SendTimeoutError(MsgClientError, TimeoutError):
+    """A message was not confirmed by the broker within ``send_timeout``."""
+
+
+class ProducerQueueIsFullError(MsgClientError):
+    """``max_pending_messages`` are already pending and ``block_if_queue_full`` is off."""
+
+
+class MemoryBufferIsFullError(MsgClientError):
+    """The client's ``memory_limit`` is reached and ``block_if_queue_full`` is off."""

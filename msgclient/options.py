@@ -1,0 +1,211 @@
+"""Client and producer options: attrs classes that validate every value.
+
+Names and defaults follow the official pulsar-client (Python names, Java defaults): a bad
+value raises InvalidConfigurationError naming the option and what it accepts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+
+from msgclient.core.compression import CompressionType
+from msgclient.errors import InvalidConfigurationError
+
+if TYPE_CHECKING:
+    from msgclient.message import OutgoingMessage
+
+T = TypeVar("T")
+
+
+class PartitionsRoutingMode(enum.Enum):
+    """Where a message without a key goes on a partitioned topic."""
+
+    RoundRobinDistribution = 0
+    UseSinglePartition = 1
+    CustomPartition = 2
+
+
+class HashingScheme(enum.Enum):
+    """Hash of the partition key. Both are the Java client's, so routing is portable.
+
+    The official C++/Python client's default BoostHash depends on the Boost build and is
+    not offered.
+    """
+
+    JavaStringHash = 0
+    Murmur3_32Hash = 1
+
+
+class BatchingType(enum.Enum):
+    """Default: one batch of any keys; KeyBased: one batch per key (for Key_Shared)."""
+
+    Default = 0
+    KeyBased = 1
+
+
+MessageRouter = Callable[["OutgoingMessage", int], int]
+
+
+def _check(condition: bool, name: str, value: object, expected: str) -> None:
+    if not condition:
+        raise InvalidConfigurationError(f"option {name}={value!r} is invalid: expected {expected}")
+
+
+def _int_at_least(minimum: int) -> Callable[[Any, attrs.Attribute[int], int], None]:
+    def validate(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+        _check(
+            isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
+            attribute.name,
+            value,
+            f"an integer >= {minimum}",
+        )
+
+    return validate
+
+
+def _number_at_least(minimum: float) -> Callable[[Any, attrs.Attribute[float], float], None]:
+    def validate(_: Any, attribute: attrs.Attribute[float], value: float) -> None:
+        _check(
+            isinstance(value, int | float) and not isinstance(value, bool) and value >= minimum,
+            attribute.name,
+            value,
+            f"a number >= {minimum}",
+        )
+
+    return validate
+
+
+def _member_of(kind: type[enum.Enum]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        allowed = ", ".join(f"{kind.__name__}.{m.name}" for m in kind)
+        _check(isinstance(value, kind), attribute.name, value, f"one of {allowed}")
+
+    return validate
+
+
+def _is_bool(_: Any, attribute: attrs.Attribute[bool], value: bool) -> None:
+    _check(isinstance(value, bool), attribute.name, value, "True or False")
+
+
+def _optional_str(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    _check(value is None or isinstance(value, str), attribute.name, value, "a string or None")
+
+
+def check_properties(name: str, value: Mapping[str, str] | None) -> None:
+    """Message and producer properties are str -> str, as on the wire."""
+    _check(
+        value is None
+        or (
+            isinstance(value, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ),
+        name,
+        value,
+        "a mapping of str to str",
+    )
+
+
+def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
+    """Construct an options class from keyword arguments; unknown names are named."""
+    known = {a.name for a in attrs.fields(kind)}  # type: ignore[misc]
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidConfigurationError(
+            f"unknown {what} option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}"
+        )
+    return kind(**options)
+
+
+MIB = 1024 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class ClientOptions:
+    """Options of ``Client(url, **options)``."""
+
+    operation_timeout_seconds: float = attrs.field(default=30.0, validator=_number_at_least(0.001))
+    connection_timeout_ms: int = attrs.field(default=10_000, validator=_int_at_least(1))
+    keep_alive_interval_seconds: float = attrs.field(default=30.0, validator=_number_at_least(0.01))
+    connections_per_broker: int = attrs.field(default=1, validator=_int_at_least(1))
+    memory_limit: int = attrs.field(default=64 * MIB, validator=_int_at_least(0))
+    max_lookup_redirects: int = attrs.field(default=20, validator=_int_at_least(1))
+    initial_backoff_interval_ms: int = attrs.field(default=100, validator=_int_at_least(1))
+    max_backoff_interval_ms: int = attrs.field(default=60_000, validator=_int_at_least(1))
+    tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
+    tls_allow_insecure_connection: bool = attrs.field(default=False, validator=_is_bool)
+    tls_validate_hostname: bool = attrs.field(default=False, validator=_is_bool)
+
+    def __attrs_post_init__(self) -> None:
+        _check(
+            self.max_backoff_interval_ms >= self.initial_backoff_interval_ms,
+            "max_backoff_interval_ms",
+            self.max_backoff_interval_ms,
+            f"a value >= initial_backoff_interval_ms ({self.initial_backoff_interval_ms})",
+        )
+
+
+def _properties(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, str] | None) -> None:
+    check_properties(attribute.name, value)
+
+
+def _router(_: Any, attribute: attrs.Attribute[Any], value: MessageRouter | None) -> None:
+    _check(value is None or callable(value), attribute.name, value, "a callable or None")
+
+
+@attrs.frozen(kw_only=True)
+class ProducerOptions:
+    """Options of ``client.create_producer(topic, **options)``.
+
+    ``max_pending_messages=0`` means no count limit (the Java default since memory limits
+    bound producers); the client's ``memory_limit`` still bounds the bytes held.
+    """
+
+    producer_name: str | None = attrs.field(default=None, validator=_optional_str)
+    initial_sequence_id: int | None = attrs.field(default=None)
+    send_timeout_millis: int = attrs.field(default=30_000, validator=_int_at_least(0))
+    compression_type: CompressionType = attrs.field(
+        default=CompressionType.NONE, validator=_member_of(CompressionType)
+    )
+    max_pending_messages: int = attrs.field(default=0, validator=_int_at_least(0))
+    max_pending_messages_across_partitions: int = attrs.field(
+        default=50_000, validator=_int_at_least(0)
+    )
+    block_if_queue_full: bool = attrs.field(default=False, validator=_is_bool)
+    batching_enabled: bool = attrs.field(default=True, validator=_is_bool)
+    batching_max_messages: int = attrs.field(default=1000, validator=_int_at_least(1))
+    batching_max_allowed_size_in_bytes: int = attrs.field(
+        default=128 * 1024, validator=_int_at_least(1)
+    )
+    batching_max_publish_delay_ms: float = attrs.field(default=1.0, validator=_number_at_least(0))
+    batching_type: BatchingType = attrs.field(
+        default=BatchingType.Default, validator=_member_of(BatchingType)
+    )
+    message_routing_mode: PartitionsRoutingMode = attrs.field(
+        default=PartitionsRoutingMode.RoundRobinDistribution,
+        validator=_member_of(PartitionsRoutingMode),
+    )
+    hashing_scheme: HashingScheme = attrs.field(
+        default=HashingScheme.JavaStringHash, validator=_member_of(HashingScheme)
+    )
+    message_router: MessageRouter | None = attrs.field(default=None, validator=_router)
+    properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
+
+    def __attrs_post_init__(self) -> None:
+        if self.initial_sequence_id is not None:
+            _check(
+                isinstance(self.initial_sequence_id, int) and self.initial_sequence_id >= -1,
+                "initial_sequence_id",
+                self.initial_sequence_id,
+                "an integer >= -1 or None",
+            )
+        _check(
+            (self.message_routing_mode is PartitionsRoutingMode.CustomPartition)
+            == (self.message_router is not None),
+            "message_router",
+            self.message_router,
+            "a callable exactly when message_routing_mode is CustomPartition",
+        )

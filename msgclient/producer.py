@@ -1,0 +1,198 @@
+"""Producer: the public async producer over one or many partitions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Self
+
+from msgclient.core.limits import Limit
+from msgclient.core.partition_producer import PartitionProducer
+from msgclient.core.routing import Router
+from msgclient.errors import (
+    AlreadyClosedError,
+    MemoryBufferIsFullError,
+    MessageTooBigError,
+    ProducerQueueIsFullError,
+)
+from msgclient.message import MessageId, OutgoingMessage, SendCallback
+from msgclient.options import ProducerOptions, check_properties
+
+LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
+
+
+class Producer:
+    """Sends messages to a topic; build it with ``Client.create_producer``.
+
+    ``send`` waits for the broker's confirmation. ``send_async`` only waits for room in
+    the queue (``block_if_queue_full``) and returns a future of the MessageId, so one task
+    can pipeline many messages; its errors (queue full, memory full, closed) raise at the
+    ``await``, and later failures (send timeout) fail the future.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        options: ProducerOptions,
+        partitions: list[PartitionProducer],
+        router: Router | None,
+        memory: Limit,
+        close_timeout: float,
+    ) -> None:
+        self.topic = topic
+        self._options = options
+        self._partitions = partitions
+        self._router = router
+        self._memory = memory
+        self._block = options.block_if_queue_full
+        self._close_timeout = close_timeout
+        self._closing = False
+        self._loop = asyncio.get_running_loop()
+
+    @property
+    def producer_name(self) -> str:
+        return self._partitions[0].producer_name
+
+    @property
+    def last_sequence_id(self) -> int:
+        """The highest sequence id the broker confirmed (-1 before the first)."""
+        return max(p.last_sequence_id_published for p in self._partitions)
+
+    @property
+    def pending_count(self) -> int:
+        """Messages accepted and not yet confirmed or failed."""
+        return sum(p.pending_count for p in self._partitions)
+
+    async def send(
+        self,
+        value: bytes,
+        *,
+        partition_key: str | None = None,
+        ordering_key: str | bytes | None = None,
+        properties: Mapping[str, str] | None = None,
+        event_timestamp: int | None = None,
+        sequence_id: int | None = None,
+        disable_replication: bool = False,
+        replication_clusters: list[str] | None = None,
+    ) -> MessageId:
+        """Send one message and wait until the broker has stored it."""
+        future = await self.send_async(
+            value,
+            partition_key=partition_key,
+            ordering_key=ordering_key,
+            properties=properties,
+            event_timestamp=event_timestamp,
+            sequence_id=sequence_id,
+            disable_replication=disable_replication,
+            replication_clusters=replication_clusters,
+        )
+        return await future
+
+    async def send_async(
+        self,
+        value: bytes,
+        callback: SendCallback | None = None,
+        *,
+        partition_key: str | None = None,
+        ordering_key: str | bytes | None = None,
+        properties: Mapping[str, str] | None = None,
+        event_timestamp: int | None = None,
+        sequence_id: int | None = None,
+        disable_replication: bool = False,
+        replication_clusters: list[str] | None = None,
+    ) -> asyncio.Future[MessageId]:
+        """Queue one message; the returned future completes with its MessageId.
+
+        ``callback(error, message_id)`` is called too, if given, when the outcome is known.
+        """
+        if self._closing:
+            raise AlreadyClosedError(f"producer on {self.topic} is closed")
+        if type(value) is not bytes:
+            value = _to_bytes(value)
+        size = len(value)
+        partitions = self._partitions
+        if size > partitions[0].max_message_size:
+            raise MessageTooBigError(
+                f"message of {size} bytes is over the broker's limit of "
+                f"{partitions[0].max_message_size} bytes (topic {self.topic})"
+            )
+        if properties is not None:
+            check_properties("properties", properties)
+        if type(ordering_key) is str:
+            ordering_key = ordering_key.encode()
+        replicate_to = (
+            LOCAL_ONLY
+            if disable_replication
+            else (tuple(replication_clusters) if replication_clusters else None)
+        )
+        future: asyncio.Future[MessageId] = self._loop.create_future()
+        message = OutgoingMessage(
+            value,
+            future,
+            partition_key,
+            ordering_key,  # type: ignore[arg-type]
+            properties,
+            event_timestamp,
+            sequence_id,
+            replicate_to,
+            callback,
+        )
+        producer = partitions[0] if self._router is None else partitions[self._router(message)]
+        await self._acquire(producer, size)
+        producer.enqueue(message)
+        return future
+
+    async def _acquire(self, producer: PartitionProducer, size: int) -> None:
+        pending = producer.pending_messages
+        if not pending.try_acquire(1):
+            if not self._block:
+                raise ProducerQueueIsFullError(
+                    f"{pending.capacity} messages pending on {producer.topic} "
+                    "(max_pending_messages); set block_if_queue_full=True to wait instead"
+                )
+            await pending.acquire(1)
+        if self._memory.try_acquire(size):
+            return
+        if not self._block:
+            pending.release(1)
+            raise MemoryBufferIsFullError(
+                f"the client's memory_limit of {self._memory.capacity} bytes is reached; "
+                "set block_if_queue_full=True to wait instead"
+            )
+        try:
+            await self._memory.acquire(size)
+        except BaseException:
+            pending.release(1)
+            raise
+
+    async def flush(self) -> None:
+        """Send every open batch and wait until all messages sent so far are settled."""
+        await asyncio.gather(*(p.flush() for p in self._partitions))
+
+    async def close(self) -> None:
+        """Flush and close; what cannot be delivered fails with a typed error."""
+        if self._closing:
+            return
+        self._closing = True
+        await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+def _to_bytes(value: object) -> bytes:
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(
+        f"message value must be bytes, bytearray or memoryview, not {type(value).__name__}"
+        + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
+    )

@@ -1,0 +1,1 @@
+"""Apache Pulsar binary protocol, spoken natively (sans-IO codec plus asyncio adapter)."""

@@ -1,0 +1,85 @@
+"""Pulsar message ids: (ledger, entry, partition, batch index)."""
+
+from __future__ import annotations
+
+from msgclient.errors import MalformedFrameError
+from msgclient.message import MessageId
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+
+INT64_MAX = 2**63 - 1
+UINT64_MASK = 2**64 - 1
+
+
+def _signed(value: int) -> int:
+    return value - 2**64 if value > INT64_MAX else value
+
+
+class PulsarMessageId(MessageId):
+    """Where Pulsar stored a message. ``batch_index`` is -1 for an unbatched message.
+
+    ``serialize`` writes the MessageIdData protobuf, as the official clients do, so ids
+    move between msgclient and them.
+    """
+
+    __slots__ = ("batch_index", "batch_size", "entry_id", "ledger_id", "partition")
+
+    def __init__(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        partition: int = -1,
+        batch_index: int = -1,
+        batch_size: int = 0,
+    ) -> None:
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.partition = partition
+        self.batch_index = batch_index
+        self.batch_size = batch_size
+
+    def _sort_key(self) -> tuple[int, ...]:
+        return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
+
+    def to_proto(self) -> pb.MessageIdData:
+        # The wire fields are uint64; -1 (earliest) travels as 2**64 - 1, as in the C++ client.
+        data = pb.MessageIdData(ledgerId=self.ledger_id & UINT64_MASK, entryId=self.entry_id & UINT64_MASK)
+        if self.partition >= 0:
+            data.partition = self.partition
+        if self.batch_index >= 0:
+            data.batch_index = self.batch_index
+        if self.batch_size > 0:
+            data.batch_size = self.batch_size
+        return data
+
+    @classmethod
+    def from_proto(cls, data: pb.MessageIdData) -> PulsarMessageId:
+        return cls(
+            _signed(data.ledgerId), _signed(data.entryId), data.partition, data.batch_index, data.batch_size
+        )
+
+    def serialize(self) -> bytes:
+        return self.to_proto().SerializeToString()
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> PulsarMessageId:
+        proto = pb.MessageIdData()
+        try:
+            proto.ParseFromString(data)
+        except Exception as error:  # protobuf raises DecodeError or RuntimeError
+            raise MalformedFrameError(f"not a serialized Pulsar message id: {error}") from error
+        if not proto.IsInitialized():
+            raise MalformedFrameError("not a serialized Pulsar message id: fields missing")
+        return cls.from_proto(proto)
+
+    def __repr__(self) -> str:
+        return (
+            f"PulsarMessageId({self.ledger_id}, {self.entry_id}, "
+            f"partition={self.partition}, batch_index={self.batch_index})"
+        )
+
+    def __str__(self) -> str:  # the official clients' text form
+        return f"({self.ledger_id},{self.entry_id},{self.partition},{self.batch_index})"
+
+
+EARLIEST = PulsarMessageId(-1, -1)
+LATEST = PulsarMessageId(INT64_MAX, INT64_MAX)

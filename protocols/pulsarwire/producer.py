@@ -1,0 +1,138 @@
+"""PulsarProducerTransport: registers a producer on its broker and writes SEND frames."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, cast
+
+from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.core.compression import CompressionType, get_codec
+from msgclient.core.pending_queue import OpSend
+from msgclient.errors import ConnectionClosedError, OperationTimeoutError
+from msgclient.options import ProducerOptions
+from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.pulsarwire.send_codec import SendEncoder
+from protocols.pulsarwire.session import PulsarConnection, PulsarSession, broker_error
+
+if TYPE_CHECKING:
+    from protocols.pulsarwire.adapter import PulsarBackend
+
+log = logging.getLogger(__name__)
+
+
+class PulsarProducerTransport(ProducerTransport):
+    """One producer id on one topic partition; follows it across connections."""
+
+    def __init__(
+        self,
+        backend: PulsarBackend,
+        topic: str,
+        partition: int,
+        options: ProducerOptions,
+        events: ProducerEvents,
+    ) -> None:
+        self._backend = backend
+        self._topic = topic
+        self._partition = partition
+        self._options = options
+        self._events = events
+        self.producer_id = backend.new_producer_id()
+        codec = None
+        if options.compression_type is not CompressionType.NONE:
+            codec = get_codec(options.compression_type)  # fails early if the package is missing
+        self._encoder = SendEncoder(self.producer_id, options.compression_type, codec)
+        self._connection: PulsarConnection | None = None
+        self._epoch = 0
+
+    async def connect(self) -> ProducerRegistration:
+        address = await self._backend.lookup.get_broker(self._topic)
+        connection = await self._backend.pool.get_connection(address.logical, address.physical)
+        session = connection.session
+        request_id = connection.new_request_id()
+        producer = pb.CommandProducer(
+            topic=self._topic,
+            producer_id=self.producer_id,
+            request_id=request_id,
+            epoch=self._epoch,
+            user_provided_producer_name=self._options.producer_name is not None,
+        )
+        # On a reconnect, keep the name the broker gave us (the Java client does too).
+        name = self._options.producer_name or self._encoder.producer_name
+        if name:
+            producer.producer_name = name
+        if self._options.properties:
+            producer.metadata.extend(
+                pb.KeyValue(key=k, value=v) for k, v in self._options.properties.items()
+            )
+        self._epoch += 1
+        session.producers[self.producer_id] = self  # receipts may follow the answer at once
+        try:
+            answer = await session.request(
+                request_id, pb.BaseCommand(type=pb.BaseCommand.PRODUCER, producer=producer)
+            )
+        except BaseException:
+            session.producers.pop(self.producer_id, None)
+            raise
+        success = cast(pb.CommandProducerSuccess, answer)
+        self._encoder.producer_name = success.producer_name
+        self._connection = connection
+        return ProducerRegistration(
+            producer_name=success.producer_name,
+            last_sequence_id=success.last_sequence_id,
+            max_message_size=session.max_message_size,
+        )
+
+    def encode(self, op: OpSend) -> bytes:
+        return self._encoder.encode(op)
+
+    def write(self, frame: bytes) -> None:
+        if self._connection is not None:
+            self._connection.write(frame)
+
+    def drop_connection(self, reason: str) -> None:
+        if self._connection is not None:
+            self._connection.abort(ConnectionClosedError(f"{self._topic}: {reason}"))
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None or not connection.is_open:
+            return
+        session: PulsarSession = connection.session
+        session.producers.pop(self.producer_id, None)
+        request_id = connection.new_request_id()
+        command = pb.BaseCommand(
+            type=pb.BaseCommand.CLOSE_PRODUCER,
+            close_producer=pb.CommandCloseProducer(producer_id=self.producer_id, request_id=request_id),
+        )
+        try:
+            await session.request(request_id, command)
+        except (ConnectionClosedError, OperationTimeoutError):
+            pass  # the broker drops the producer with the connection anyway
+
+    # -- from the session ---------------------------------------------------------------
+
+    def on_send_receipt(self, receipt: pb.CommandSendReceipt) -> None:
+        ledger = receipt.message_id.ledgerId
+        entry = receipt.message_id.entryId
+        partition = self._partition
+
+        def message_id(batch_index: int) -> PulsarMessageId:
+            return PulsarMessageId(ledger, entry, partition, batch_index)
+
+        self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_id)
+
+    def on_send_error(self, error: pb.CommandSendError) -> None:
+        # As the Java client: the broker may have been in a transient state (a topic moving
+        # between brokers); reconnecting resends everything pending, in order.
+        log.warning(
+            "%s: send error for sequence id %d: %s",
+            self._topic,
+            error.sequence_id,
+            broker_error(error.error, error.message),
+        )
+        self.drop_connection("send error")
+
+    def on_closed(self, error: ConnectionClosedError) -> None:
+        self._connection = None
+        self._events.on_disconnected(error)

@@ -1,0 +1,1 @@
+"""Generated protobuf bindings for the Pulsar wire protocol (see regenerate.py)."""

@@ -1,0 +1,196 @@
+"""PulsarSession: the Pulsar half of one connection.
+
+Bytes go through the sans-IO FrameDecoder; each frame is routed by command type: answers
+to requests complete the connection's request futures, receipts go to producers by
+producer id, pings are answered. Everything here runs on the event loop, no awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from msgclient.core.connection import Connection
+from msgclient.errors import (
+    AuthenticationError,
+    BrokerError,
+    ConnectionClosedError,
+    MsgClientError,
+    ProducerBusyError,
+    ProducerFencedError,
+    TooManyRequestsError,
+    TopicNotFoundError,
+)
+from protocols.pulsarwire.framing import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    MESSAGE_SIZE_FRAME_PADDING,
+    Frame,
+    FrameDecoder,
+    encode_command,
+)
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+Type = pb.BaseCommand.Type
+PING = encode_command(pb.BaseCommand(type=Type.PING, ping=pb.CommandPing()))
+PONG = encode_command(pb.BaseCommand(type=Type.PONG, pong=pb.CommandPong()))
+
+_ERRORS: dict[str, type[BrokerError]] = {
+    "TopicNotFound": TopicNotFoundError,
+    "ProducerBusy": ProducerBusyError,
+    "ProducerFenced": ProducerFencedError,
+}
+
+
+def broker_error(code: int, message: str) -> MsgClientError:
+    """The typed exception for a ServerError code from the broker."""
+    name = pb.ServerError.Name(code) if code in pb.ServerError.values() else f"ServerError{code}"
+    if name == "AuthenticationError":
+        return AuthenticationError(f"{name}: {message}")
+    if name == "TooManyRequests":
+        return TooManyRequestsError(f"{name}: {message}")
+    return _ERRORS.get(name, BrokerError)(name, message)
+
+
+class ProducerHandler(Protocol):
+    """What a producer registered on a session receives."""
+
+    def on_send_receipt(self, receipt: pb.CommandSendReceipt) -> None: ...
+
+    def on_send_error(self, error: pb.CommandSendError) -> None: ...
+
+    def on_closed(self, error: ConnectionClosedError) -> None:
+        """The connection died or the broker closed the producer."""
+
+
+class PulsarSession:
+    """Decodes frames and routes them; one per connection."""
+
+    connection: PulsarConnection
+
+    def __init__(self, connection: PulsarConnection) -> None:
+        self.connection = connection
+        self._decoder = FrameDecoder()
+        self.connected: asyncio.Future[pb.CommandConnected] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.producers: dict[int, ProducerHandler] = {}
+        self._handlers: dict[int, Callable[[Frame], None]] = {
+            Type.CONNECTED: self._on_connected,
+            Type.PING: self._on_ping,
+            Type.PONG: _ignore,
+            Type.SUCCESS: lambda f: self._resolve(f.command.success.request_id, f.command.success),
+            Type.ERROR: self._on_error,
+            Type.PRODUCER_SUCCESS: self._on_producer_success,
+            Type.LOOKUP_RESPONSE: self._on_lookup_response,
+            Type.PARTITIONED_METADATA_RESPONSE: self._on_partitioned_metadata_response,
+            Type.SEND_RECEIPT: self._on_send_receipt,
+            Type.SEND_ERROR: self._on_send_error,
+            Type.CLOSE_PRODUCER: self._on_close_producer,
+        }
+
+    # -- ProtocolSession ----------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        handlers = self._handlers
+        for frame in self._decoder.feed(data):
+            handler = handlers.get(frame.command.type)
+            if handler is None:
+                log.debug("ignoring %s from %s", Type.Name(frame.command.type), self.connection.address)
+            else:
+                handler(frame)
+
+    def eof_received(self) -> None:
+        self._decoder.eof()
+
+    def keepalive_probe(self) -> bytes:
+        return PING
+
+    def connection_lost(self, error: ConnectionClosedError) -> None:
+        if not self.connected.done():
+            self.connected.set_exception(error)
+        producers, self.producers = self.producers, {}
+        for producer in producers.values():
+            producer.on_closed(error)
+
+    # -- requests -----------------------------------------------------------------------
+
+    def request(self, request_id: int, command: pb.BaseCommand) -> asyncio.Future[object]:
+        return self.connection.request(request_id, encode_command(command))
+
+    def _resolve(self, request_id: int, answer: object) -> None:
+        if not self.connection.resolve(request_id, answer):
+            log.debug("late or unknown answer to request %d", request_id)
+
+    # -- handlers -----------------------------------------------------------------------
+
+    def _on_connected(self, frame: Frame) -> None:
+        connected = frame.command.connected
+        if connected.HasField("max_message_size"):
+            self.max_message_size = connected.max_message_size
+            self._decoder.max_frame_size = connected.max_message_size + MESSAGE_SIZE_FRAME_PADDING
+        if not self.connected.done():
+            self.connected.set_result(connected)
+
+    def _on_ping(self, _: Frame) -> None:
+        self.connection.write(PONG)
+
+    def _on_error(self, frame: Frame) -> None:
+        error = frame.command.error
+        exception = broker_error(error.error, error.message)
+        if not self.connected.done():  # refused during the handshake (e.g. authentication)
+            self.connected.set_exception(exception)
+            return
+        self.connection.reject(error.request_id, exception)
+
+    def _on_producer_success(self, frame: Frame) -> None:
+        success = frame.command.producer_success
+        # A producer that waits for exclusive access gets producer_ready=false first and
+        # a second answer once it has it.
+        if success.producer_ready:
+            self._resolve(success.request_id, success)
+
+    def _on_lookup_response(self, frame: Frame) -> None:
+        response = frame.command.lookupTopicResponse
+        if response.response == pb.CommandLookupTopicResponse.Failed:
+            self.connection.reject(response.request_id, broker_error(response.error, response.message))
+        else:
+            self._resolve(response.request_id, response)
+
+    def _on_partitioned_metadata_response(self, frame: Frame) -> None:
+        response = frame.command.partitionMetadataResponse
+        if response.response == pb.CommandPartitionedTopicMetadataResponse.Failed:
+            self.connection.reject(response.request_id, broker_error(response.error, response.message))
+        else:
+            self._resolve(response.request_id, response)
+
+    def _on_send_receipt(self, frame: Frame) -> None:
+        receipt = frame.command.send_receipt
+        producer = self.producers.get(receipt.producer_id)
+        if producer is not None:
+            producer.on_send_receipt(receipt)
+
+    def _on_send_error(self, frame: Frame) -> None:
+        error = frame.command.send_error
+        producer = self.producers.get(error.producer_id)
+        if producer is not None:
+            producer.on_send_error(error)
+
+    def _on_close_producer(self, frame: Frame) -> None:
+        close = frame.command.close_producer
+        producer = self.producers.pop(close.producer_id, None)
+        if producer is not None:
+            producer.on_closed(
+                ConnectionClosedError(f"{self.connection.address} closed producer {close.producer_id}")
+            )
+
+
+def _ignore(_: Frame) -> None:
+    pass
+
+
+PulsarConnection = Connection[PulsarSession]
