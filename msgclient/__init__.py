@@ -2,15 +2,79 @@
 
 __version__ = "0.1.0"
 
-from msgclient.client import Client  # noqa: E402
-from msgclient.core.compression import CompressionType  # noqa: E402
-from msgclient.errors import *  # noqa: E402, F403
-from msgclient.message import MessageId  # noqa: E402
-from msgclient.options import (  # noqa: E402
+from msgclient.client import Client
+from msgclient.core.compression import CompressionType
+from msgclient.errors import (
+    AlreadyClosedError,
+    AuthenticationError,
+    BrokerError,
+    ChecksumMismatchError,
+    ConnectError,
+    ConnectionClosedError,
+    FrameTooLargeError,
+    InvalidConfigurationError,
+    InvalidServiceUrlError,
+    InvalidTopicNameError,
+    MalformedFrameError,
+    MemoryBufferIsFullError,
+    MessageTooBigError,
+    MsgClientError,
+    OperationTimeoutError,
+    ProducerBusyError,
+    ProducerFencedError,
+    ProducerQueueIsFullError,
+    ProtocolError,
+    SendTimeoutError,
+    TooManyRequestsError,
+    TopicLookupError,
+    TopicNotFoundError,
+    TruncatedFrameError,
+    UnknownProtocolError,
+)
+from msgclient.message import MessageId
+from msgclient.options import (
     BatchingType,
     ClientOptions,
     HashingScheme,
     PartitionsRoutingMode,
     ProducerOptions,
 )
-from msgclient.producer import Producer  # noqa: E402
+from msgclient.producer import Producer
+
+__all__ = [
+    "AlreadyClosedError",
+    "AuthenticationError",
+    "BatchingType",
+    "BrokerError",
+    "ChecksumMismatchError",
+    "Client",
+    "ClientOptions",
+    "CompressionType",
+    "ConnectError",
+    "ConnectionClosedError",
+    "FrameTooLargeError",
+    "HashingScheme",
+    "InvalidConfigurationError",
+    "InvalidServiceUrlError",
+    "InvalidTopicNameError",
+    "MalformedFrameError",
+    "MemoryBufferIsFullError",
+    "MessageId",
+    "MessageTooBigError",
+    "MsgClientError",
+    "OperationTimeoutError",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerBusyError",
+    "ProducerFencedError",
+    "ProducerOptions",
+    "ProducerQueueIsFullError",
+    "ProtocolError",
+    "SendTimeoutError",
+    "TooManyRequestsError",
+    "TopicLookupError",
+    "TopicNotFoundError",
+    "TruncatedFrameError",
+    "UnknownProtocolError",
+    "__version__",
+]

@@ -26,7 +26,9 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="msgclient-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="msgclient-loop", daemon=True
+        )
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -132,10 +134,8 @@ def _chain(source: asyncio.Future[T], target: concurrent.futures.Future[T]) -> N
         if done.cancelled():
             target.cancel()
         elif done.exception() is not None:
-            target.set_exception(done.exception())  # type: ignore[arg-type]
+            target.set_exception(done.exception())
         else:
             target.set_result(done.result())
 
     source.add_done_callback(copy)
-
-

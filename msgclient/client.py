@@ -88,9 +88,7 @@ class Client:
         self._producers.add(producer)
         return producer
 
-    def _transport_factory(
-        self, topic: str, partition: int, options: ProducerOptions
-    ) -> Any:
+    def _transport_factory(self, topic: str, partition: int, options: ProducerOptions) -> Any:
         def factory(events: ProducerEvents) -> ProducerTransport:
             return self._backend.producer_transport(topic, partition, options, events)
 

@@ -30,12 +30,12 @@ class MessageId(ABC):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._sort_key() == other._sort_key()  # type: ignore[attr-defined]
+        return self._sort_key() == other._sort_key()
 
     def __lt__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._sort_key() < other._sort_key()  # type: ignore[attr-defined]
+        return self._sort_key() < other._sort_key()
 
     def __hash__(self) -> int:
         return hash(self._sort_key())

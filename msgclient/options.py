@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 
@@ -111,7 +111,7 @@ def check_properties(name: str, value: Mapping[str, str] | None) -> None:
 
 def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
     """Construct an options class from keyword arguments; unknown names are named."""
-    known = {a.name for a in attrs.fields(kind)}  # type: ignore[misc]
+    known = {a.name for a in attrs.fields(cast(type[attrs.AttrsInstance], kind))}
     unknown = sorted(set(options) - known)
     if unknown:
         raise InvalidConfigurationError(

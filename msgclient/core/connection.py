@@ -17,7 +17,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from msgclient.errors import ConnectError, ConnectionClosedError, OperationTimeoutError, ProtocolError
+from msgclient.errors import (
+    ConnectError,
+    ConnectionClosedError,
+    OperationTimeoutError,
+    ProtocolError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +249,9 @@ async def open_connection(
                 server_hostname=server_hostname if ssl_context else None,
             )
     except TimeoutError as error:
-        raise ConnectError(f"cannot connect to {address}: timed out after {connect_timeout:g}s") from error
+        raise ConnectError(
+            f"cannot connect to {address}: timed out after {connect_timeout:g}s"
+        ) from error
     except OSError as error:  # refused, unreachable, TLS handshake failure (ssl.SSLError)
         raise ConnectError(f"cannot connect to {address}: {error}") from error
     return connection

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
@@ -32,7 +32,7 @@ class LookupService(ABC):
     """Subclasses answer ``_fetch_*``; this class de-duplicates concurrent calls."""
 
     def __init__(self) -> None:
-        self._in_flight: dict[tuple[str, str], asyncio.Future[object]] = {}
+        self._in_flight: dict[tuple[str, str], asyncio.Future[Any]] = {}
 
     async def get_partition_count(self, topic: str) -> int:
         """Partitions of ``topic``; 0 for a topic that is not partitioned."""
@@ -49,9 +49,9 @@ class LookupService(ABC):
     async def _fetch_broker(self, topic: str) -> BrokerAddress: ...
 
     async def _once(self, key: tuple[str, str], fetch: Callable[[], Awaitable[T]]) -> T:
-        future = self._in_flight.get(key)
+        future: asyncio.Future[T] | None = self._in_flight.get(key)
         if future is None:
             future = asyncio.ensure_future(fetch())
-            self._in_flight[key] = future  # type: ignore[assignment]
+            self._in_flight[key] = future
             future.add_done_callback(lambda _: self._in_flight.pop(key, None))
-        return await asyncio.shield(future)  # type: ignore[return-value]
+        return await asyncio.shield(future)

@@ -122,7 +122,12 @@ class PartitionProducer(ProducerEvents):
             await asyncio.sleep(self._backoff.next())
             try:
                 registration = await self._transport.connect()
-            except (ConnectError, ConnectionClosedError, OperationTimeoutError, TopicLookupError) as error:
+            except (
+                ConnectError,
+                ConnectionClosedError,
+                OperationTimeoutError,
+                TopicLookupError,
+            ) as error:
                 log.info("reconnect of %s failed: %s", self.topic, error)
                 continue
             except BrokerError as error:
@@ -144,8 +149,8 @@ class PartitionProducer(ProducerEvents):
         if last is not None:
             await asyncio.wait([last.messages[-1].future])
 
-    async def close(self, timeout: float) -> None:
-        """Flush (for at most ``timeout`` s), then unregister.
+    async def close(self, flush_timeout: float) -> None:
+        """Flush (for at most ``flush_timeout`` s), then unregister.
 
         Messages that cannot be delivered by then fail with AlreadyClosedError: none vanish.
         """
@@ -153,7 +158,7 @@ class PartitionProducer(ProducerEvents):
             return
         self._closing = True
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(flush_timeout):
                 await self.flush()
         except TimeoutError:
             log.warning("%s: closing with %d messages unconfirmed", self.topic, self.pending_count)
@@ -227,10 +232,14 @@ class PartitionProducer(ProducerEvents):
                 sequence_id,
                 op.sequence_id,
             )
-            self._transport.drop_connection(f"receipt {sequence_id} while expecting {op.sequence_id}")
+            self._transport.drop_connection(
+                f"receipt {sequence_id} while expecting {op.sequence_id}"
+            )
             return
         self._pending.popleft()
-        self.last_sequence_id_published = max(self.last_sequence_id_published, op.highest_sequence_id)
+        self.last_sequence_id_published = max(
+            self.last_sequence_id_published, op.highest_sequence_id
+        )
         self._release(len(op.messages), op.payload_bytes)
         if op.is_batch:
             for index, message in enumerate(op.messages):
@@ -259,7 +268,9 @@ class PartitionProducer(ProducerEvents):
                 self._batch_timer.cancel()
                 self._batch_timer = None
             for messages in self._batch.close():
-                self._complete_failed(OpSend(messages, True, sum(len(m.value) for m in messages), 0), error)
+                self._complete_failed(
+                    OpSend(messages, True, sum(len(m.value) for m in messages), 0), error
+                )
         for op in self._pending.drain():
             self._complete_failed(op, error)
 

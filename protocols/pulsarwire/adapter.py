@@ -29,14 +29,23 @@ CLIENT_VERSION = f"msgclient-{__version__}"
 class PulsarBackend(ProtocolBackend):
     def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
         if url.scheme not in DEFAULT_PORTS:
-            raise InvalidServiceUrlError(f"{url.raw!r}: the Pulsar adapter serves pulsar:// and pulsar+ssl://")
+            raise InvalidServiceUrlError(
+                f"{url.raw!r}: the Pulsar adapter serves pulsar:// and pulsar+ssl://"
+            )
         self.default_port = DEFAULT_PORTS[url.scheme]
         self._options = options
         self._use_tls = url.scheme == TLS_SCHEME
         self._ssl_context = _ssl_context(options) if self._use_tls else None
-        addresses = [f"{url.scheme}://{host}:{port}" for host, port in url.with_default_port(self.default_port)]
-        self.pool: ConnectionPool[PulsarSession] = ConnectionPool(self._connect, options.connections_per_broker)
-        self.lookup = PulsarLookupService(self.pool, addresses, self._use_tls, options.max_lookup_redirects)
+        addresses = [
+            f"{url.scheme}://{host}:{port}"
+            for host, port in url.with_default_port(self.default_port)
+        ]
+        self.pool: ConnectionPool[PulsarSession] = ConnectionPool(
+            self._connect, options.connections_per_broker
+        )
+        self.lookup = PulsarLookupService(
+            self.pool, addresses, self._use_tls, options.max_lookup_redirects
+        )
         self._producer_ids = itertools.count()
 
     def new_producer_id(self) -> int:
@@ -85,13 +94,17 @@ class PulsarBackend(ProtocolBackend):
         )
         if logical != physical:  # through a proxy: name the broker we want
             connect.proxy_to_broker_url = logical
-        connection.write(encode_command(pb.BaseCommand(type=pb.BaseCommand.CONNECT, connect=connect)))
+        connection.write(
+            encode_command(pb.BaseCommand(type=pb.BaseCommand.CONNECT, connect=connect))
+        )
         try:
             async with asyncio.timeout(options.operation_timeout_seconds):
                 await connection.session.connected
         except TimeoutError as error:
             connection.close()
-            raise ConnectError(f"no CONNECTED from {physical} within the operation timeout") from error
+            raise ConnectError(
+                f"no CONNECTED from {physical} within the operation timeout"
+            ) from error
         except BaseException:
             connection.close()
             raise

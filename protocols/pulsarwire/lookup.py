@@ -42,7 +42,9 @@ class PulsarLookupService(LookupService):
         request_id = connection.new_request_id()
         command = pb.BaseCommand(
             type=pb.BaseCommand.PARTITIONED_METADATA,
-            partitionMetadata=pb.CommandPartitionedTopicMetadata(topic=topic, request_id=request_id),
+            partitionMetadata=pb.CommandPartitionedTopicMetadata(
+                topic=topic, request_id=request_id
+            ),
         )
         answer = await connection.session.request(request_id, command)
         return cast(pb.CommandPartitionedTopicMetadataResponse, answer).partitions

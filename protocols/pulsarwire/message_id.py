@@ -42,7 +42,9 @@ class PulsarMessageId(MessageId):
 
     def to_proto(self) -> pb.MessageIdData:
         # The wire fields are uint64; -1 (earliest) travels as 2**64 - 1, as in the C++ client.
-        data = pb.MessageIdData(ledgerId=self.ledger_id & UINT64_MASK, entryId=self.entry_id & UINT64_MASK)
+        data = pb.MessageIdData(
+            ledgerId=self.ledger_id & UINT64_MASK, entryId=self.entry_id & UINT64_MASK
+        )
         if self.partition >= 0:
             data.partition = self.partition
         if self.batch_index >= 0:
@@ -54,7 +56,11 @@ class PulsarMessageId(MessageId):
     @classmethod
     def from_proto(cls, data: pb.MessageIdData) -> PulsarMessageId:
         return cls(
-            _signed(data.ledgerId), _signed(data.entryId), data.partition, data.batch_index, data.batch_size
+            _signed(data.ledgerId),
+            _signed(data.entryId),
+            data.partition,
+            data.batch_index,
+            data.batch_size,
         )
 
     def serialize(self) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, cast
 
@@ -103,12 +104,13 @@ class PulsarProducerTransport(ProducerTransport):
         request_id = connection.new_request_id()
         command = pb.BaseCommand(
             type=pb.BaseCommand.CLOSE_PRODUCER,
-            close_producer=pb.CommandCloseProducer(producer_id=self.producer_id, request_id=request_id),
+            close_producer=pb.CommandCloseProducer(
+                producer_id=self.producer_id, request_id=request_id
+            ),
         )
-        try:
+        # If the connection dies first, the broker drops the producer with it anyway.
+        with contextlib.suppress(ConnectionClosedError, OperationTimeoutError):
             await session.request(request_id, command)
-        except (ConnectionClosedError, OperationTimeoutError):
-            pass  # the broker drops the producer with the connection anyway
 
     # -- from the session ---------------------------------------------------------------
 

@@ -47,7 +47,11 @@ _ERRORS: dict[str, type[BrokerError]] = {
 
 def broker_error(code: int, message: str) -> MsgClientError:
     """The typed exception for a ServerError code from the broker."""
-    name = pb.ServerError.Name(code) if code in pb.ServerError.values() else f"ServerError{code}"
+    name = (
+        pb.ServerError.Name(code)  # type: ignore[arg-type]
+        if code in pb.ServerError.values()
+        else f"ServerError{code}"
+    )
     if name == "AuthenticationError":
         return AuthenticationError(f"{name}: {message}")
     if name == "TooManyRequests":
@@ -100,7 +104,9 @@ class PulsarSession:
         for frame in self._decoder.feed(data):
             handler = handlers.get(frame.command.type)
             if handler is None:
-                log.debug("ignoring %s from %s", Type.Name(frame.command.type), self.connection.address)
+                log.debug(
+                    "ignoring %s from %s", Type.Name(frame.command.type), self.connection.address
+                )
             else:
                 handler(frame)
 
@@ -157,14 +163,18 @@ class PulsarSession:
     def _on_lookup_response(self, frame: Frame) -> None:
         response = frame.command.lookupTopicResponse
         if response.response == pb.CommandLookupTopicResponse.Failed:
-            self.connection.reject(response.request_id, broker_error(response.error, response.message))
+            self.connection.reject(
+                response.request_id, broker_error(response.error, response.message)
+            )
         else:
             self._resolve(response.request_id, response)
 
     def _on_partitioned_metadata_response(self, frame: Frame) -> None:
         response = frame.command.partitionMetadataResponse
         if response.response == pb.CommandPartitionedTopicMetadataResponse.Failed:
-            self.connection.reject(response.request_id, broker_error(response.error, response.message))
+            self.connection.reject(
+                response.request_id, broker_error(response.error, response.message)
+            )
         else:
             self._resolve(response.request_id, response)
 
@@ -185,7 +195,9 @@ class PulsarSession:
         producer = self.producers.pop(close.producer_id, None)
         if producer is not None:
             producer.on_closed(
-                ConnectionClosedError(f"{self.connection.address} closed producer {close.producer_id}")
+                ConnectionClosedError(
+                    f"{self.connection.address} closed producer {close.producer_id}"
+                )
             )
 
 
