@@ -36,12 +36,14 @@ class ProducerEvents(ABC):
 
     @abstractmethod
     def on_receipt(
-        self, sequence_id: int, highest_sequence_id: int, message_id: Callable[[int], MessageId]
+        self,
+        sequence_id: int,
+        highest_sequence_id: int,
+        message_ids: Callable[[OpSend], list[MessageId]],
     ) -> None:
         """The broker stored the op with ``sequence_id``.
 
-        ``message_id(batch_index)`` builds each message's id (batch index -1 for an
-        unbatched message).
+        ``message_ids(op)`` builds the ids of the op's messages, in order.
         """
 
     @abstractmethod

@@ -139,28 +139,30 @@ class Producer:
             callback,
         )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
-        await self._acquire(producer, size)
+        pending = producer.pending_messages
+        if not pending.try_acquire(1):
+            await self._wait_for_slot(pending, producer.topic)
+        if not self._memory.try_acquire(size):
+            await self._wait_for_memory(pending, size)
         producer.enqueue(message)
         return future
 
-    async def _acquire(self, producer: PartitionProducer, size: int) -> None:
-        pending = producer.pending_messages
-        if not pending.try_acquire(1):
-            if not self._block:
-                raise ProducerQueueIsFullError(
-                    f"{pending.capacity} messages pending on {producer.topic} "
-                    "(max_pending_messages); set block_if_queue_full=True to wait instead"
-                )
-            await pending.acquire(1)
-        if self._memory.try_acquire(size):
-            return
+    async def _wait_for_slot(self, pending: Limit, topic: str) -> None:
         if not self._block:
-            pending.release(1)
-            raise MemoryBufferIsFullError(
-                f"the client's memory_limit of {self._memory.capacity} bytes is reached; "
+            raise ProducerQueueIsFullError(
+                f"{pending.capacity} messages pending on {topic} (max_pending_messages); "
                 "set block_if_queue_full=True to wait instead"
             )
+        await pending.acquire(1)
+
+    async def _wait_for_memory(self, pending: Limit, size: int) -> None:
+        """Wait for ``size`` bytes of the memory limit; the message slot is held meanwhile."""
         try:
+            if not self._block:
+                raise MemoryBufferIsFullError(
+                    f"the client's memory_limit of {self._memory.capacity} bytes is reached; "
+                    "set block_if_queue_full=True to wait instead"
+                )
             await self._memory.acquire(size)
         except BaseException:
             pending.release(1)

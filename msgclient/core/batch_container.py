@@ -8,38 +8,41 @@ per partition key, so that Key_Shared consumers receive batches of a single key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from msgclient.message import OutgoingMessage
+
+ADDED, ADDED_FULL, NO_SPACE = 0, 1, 2
 
 
 class BatchMessageContainer:
     """One open batch of messages in arrival order."""
 
-    __slots__ = ("first_added_at", "max_bytes", "max_messages", "messages", "size_bytes")
+    __slots__ = ("_clock", "first_added_at", "max_bytes", "max_messages", "messages", "size_bytes")
 
-    def __init__(self, max_messages: int, max_bytes: int) -> None:
+    def __init__(self, max_messages: int, max_bytes: int, clock: Callable[[], float]) -> None:
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         self.messages: list[OutgoingMessage] = []
         self.size_bytes = 0
         self.first_added_at: float | None = None
+        self._clock = clock
 
     def __len__(self) -> int:
         return len(self.messages)
 
-    def has_space_for(self, message: OutgoingMessage) -> bool:
-        """False when adding ``message`` would overflow the batch: close it first."""
-        return not self.messages or (
-            len(self.messages) < self.max_messages
-            and self.size_bytes + len(message.value) <= self.max_bytes
-        )
-
-    def add(self, message: OutgoingMessage, now: float) -> bool:
-        """Add ``message``; True when the batch is now full and should be closed."""
-        if not self.messages:
-            self.first_added_at = now
-        self.messages.append(message)
-        self.size_bytes += len(message.value)
-        return len(self.messages) >= self.max_messages or self.size_bytes >= self.max_bytes
+    def add(self, message: OutgoingMessage) -> int:
+        """Add ``message`` if it fits: ADDED, ADDED_FULL (close the batch now), or NO_SPACE
+        (close the batch, then add again). One call per message: this is the hot path."""
+        messages = self.messages
+        size = self.size_bytes + len(message.value)
+        if not messages:
+            self.first_added_at = self._clock()
+        elif len(messages) >= self.max_messages or size > self.max_bytes:
+            return NO_SPACE
+        messages.append(message)
+        self.size_bytes = size
+        return ADDED_FULL if len(messages) >= self.max_messages or size >= self.max_bytes else ADDED
 
     def close(self) -> list[list[OutgoingMessage]]:
         """Take the open batch (as a list of batches, empty if none) and start a new one."""
@@ -60,14 +63,15 @@ class KeyBasedBatchMessageContainer(BatchMessageContainer):
 
     __slots__ = ("_by_key",)
 
-    def __init__(self, max_messages: int, max_bytes: int) -> None:
-        super().__init__(max_messages, max_bytes)
+    def __init__(self, max_messages: int, max_bytes: int, clock: Callable[[], float]) -> None:
+        super().__init__(max_messages, max_bytes, clock)
         self._by_key: dict[str | None, list[OutgoingMessage]] = {}
 
-    def add(self, message: OutgoingMessage, now: float) -> bool:
-        full = super().add(message, now)
-        self._by_key.setdefault(message.partition_key, []).append(message)
-        return full
+    def add(self, message: OutgoingMessage) -> int:
+        status = super().add(message)
+        if status != NO_SPACE:
+            self._by_key.setdefault(message.partition_key, []).append(message)
+        return status
 
     def close(self) -> list[list[OutgoingMessage]]:
         if not self.messages:

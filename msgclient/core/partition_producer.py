@@ -17,7 +17,12 @@ from collections.abc import Callable
 
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.core.backoff import Backoff
-from msgclient.core.batch_container import BatchMessageContainer, KeyBasedBatchMessageContainer
+from msgclient.core.batch_container import (
+    ADDED_FULL,
+    NO_SPACE,
+    BatchMessageContainer,
+    KeyBasedBatchMessageContainer,
+)
 from msgclient.core.limits import Limit
 from msgclient.core.pending_queue import OpSend, PendingQueue
 from msgclient.errors import (
@@ -75,7 +80,9 @@ class PartitionProducer(ProducerEvents):
                 else BatchMessageContainer
             )
             self._batch = container(
-                options.batching_max_messages, options.batching_max_allowed_size_in_bytes
+                options.batching_max_messages,
+                options.batching_max_allowed_size_in_bytes,
+                self._loop.time,
             )
         self._batch_delay = options.batching_max_publish_delay_ms / 1000
         self._batch_timer: asyncio.TimerHandle | None = None
@@ -187,9 +194,11 @@ class PartitionProducer(ProducerEvents):
         if batch is None:
             self._push(OpSend([message], False, len(message.value), self._loop.time()))
             return
-        if not batch.has_space_for(message):
+        status = batch.add(message)
+        if status == NO_SPACE:
             self._close_batch()
-        if batch.add(message, self._loop.time()):
+            status = batch.add(message)
+        if status == ADDED_FULL:
             self._close_batch()
         elif self._batch_timer is None:
             self._batch_timer = self._loop.call_later(self._batch_delay, self._close_batch)
@@ -219,7 +228,10 @@ class PartitionProducer(ProducerEvents):
     # -- events from the transport ------------------------------------------------------
 
     def on_receipt(
-        self, sequence_id: int, highest_sequence_id: int, message_id: Callable[[int], MessageId]
+        self,
+        sequence_id: int,
+        highest_sequence_id: int,
+        message_ids: Callable[[OpSend], list[MessageId]],
     ) -> None:
         op = self._pending.peek()
         if op is None or sequence_id < op.sequence_id:
@@ -241,11 +253,8 @@ class PartitionProducer(ProducerEvents):
             self.last_sequence_id_published, op.highest_sequence_id
         )
         self._release(len(op.messages), op.payload_bytes)
-        if op.is_batch:
-            for index, message in enumerate(op.messages):
-                message.complete(message_id(index))
-        else:
-            op.messages[0].complete(message_id(-1))
+        for message, message_id in zip(op.messages, message_ids(op), strict=True):
+            message.complete(message_id)
 
     # -- failures -----------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTran
 from msgclient.core.compression import CompressionType, get_codec
 from msgclient.core.pending_queue import OpSend
 from msgclient.errors import ConnectionClosedError, OperationTimeoutError
+from msgclient.message import MessageId
 from msgclient.options import ProducerOptions
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -119,10 +120,13 @@ class PulsarProducerTransport(ProducerTransport):
         entry = receipt.message_id.entryId
         partition = self._partition
 
-        def message_id(batch_index: int) -> PulsarMessageId:
-            return PulsarMessageId(ledger, entry, partition, batch_index)
+        def message_ids(op: OpSend) -> list[MessageId]:
+            if not op.is_batch:
+                return [PulsarMessageId(ledger, entry, partition)]
+            size = len(op.messages)
+            return [PulsarMessageId(ledger, entry, partition, i, size) for i in range(size)]
 
-        self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_id)
+        self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_ids)
 
     def on_send_error(self, error: pb.CommandSendError) -> None:
         # As the Java client: the broker may have been in a transient state (a topic moving

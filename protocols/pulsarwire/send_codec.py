@@ -90,7 +90,20 @@ def batch_payload(messages: list[OutgoingMessage]) -> bytes:
     parts: list[bytes] = []
     append = parts.append
     for message in messages:
-        metadata = single_message_metadata(message)
+        if (
+            message.properties is None
+            and message.partition_key is None
+            and (message.event_timestamp is None and message.ordering_key is None)
+        ):
+            # Inlined plain case of single_message_metadata: most messages take it.
+            metadata = (
+                _PAYLOAD_SIZE
+                + varint(len(message.value))
+                + _SEQUENCE_ID
+                + varint(message.sequence_id)  # type: ignore[arg-type]
+            )
+        else:
+            metadata = single_message_metadata(message)
         append(_U32(len(metadata)))
         append(metadata)
         append(message.value)
