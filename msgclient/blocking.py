@@ -11,11 +11,11 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Coroutine
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from msgclient import client as async_client
 from msgclient import producer as async_producer
+from msgclient.closing import Closing
 from msgclient.message import MessageId, SendCallback
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ class _LoopThread:
         self.loop.close()
 
 
-class Client:
+class Client(Closing):
     """Blocking client: ``Client("pulsar://localhost:6650", **options)``."""
 
     def __init__(self, service_url: str, **options: Any) -> None:
@@ -64,19 +64,8 @@ class Client:
         finally:
             self._runner.stop()
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class Producer:
+class Producer(Closing):
     """Blocking producer; ``send_async`` returns a ``concurrent.futures.Future``."""
 
     def __init__(self, producer: async_producer.Producer, runner: _LoopThread) -> None:
@@ -116,17 +105,6 @@ class Producer:
 
     def close(self) -> None:
         self._runner.run(self._producer.close())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _chain(source: asyncio.Future[T], target: concurrent.futures.Future[T]) -> None:

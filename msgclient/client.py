@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from msgclient.adapter import ProducerEvents, ProducerTransport, ProtocolBackend, load_backend
+from msgclient.closing import AsyncClosing
 from msgclient.core.backoff import Backoff
 from msgclient.core.limits import Limit
 from msgclient.core.partition_producer import PartitionProducer
@@ -17,7 +17,7 @@ from msgclient.producer import Producer
 from msgclient.url import parse_service_url
 
 
-class Client:
+class Client(AsyncClosing):
     """A client for one cluster: ``Client("pulsar://localhost:6650", **options)``.
 
     Options are those of ``ClientOptions``; a bad URL, an unknown scheme or a bad option
@@ -101,14 +101,3 @@ class Client:
         self._closed = True
         await asyncio.gather(*(p.close() for p in self._producers), return_exceptions=True)
         await self._backend.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

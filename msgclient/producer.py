@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Self
 
+from msgclient.closing import AsyncClosing
 from msgclient.core.limits import Limit
 from msgclient.core.partition_producer import PartitionProducer
 from msgclient.core.routing import Router
@@ -22,7 +21,7 @@ from msgclient.options import ProducerOptions, check_properties
 LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
 
 
-class Producer:
+class Producer(AsyncClosing):
     """Sends messages to a topic; build it with ``Client.create_producer``.
 
     ``send`` waits for the broker's confirmation. ``send_async`` only waits for room in
@@ -178,17 +177,6 @@ class Producer:
             return
         self._closing = True
         await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def _to_bytes(value: object) -> bytes:
