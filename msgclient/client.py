@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from msgclient.adapter import ProducerEvents, ProducerTransport, ProtocolBackend, load_backend
@@ -84,11 +85,14 @@ class Client(AsyncClosing):
             make_router(producer_options, partitions) if partitions else None,
             self._memory,
             close_timeout=send_timeout or self.options.operation_timeout_seconds,
+            on_closed=self._producers.discard,
         )
         self._producers.add(producer)
         return producer
 
-    def _transport_factory(self, topic: str, partition: int, options: ProducerOptions) -> Any:
+    def _transport_factory(
+        self, topic: str, partition: int, options: ProducerOptions
+    ) -> Callable[[ProducerEvents], ProducerTransport]:
         def factory(events: ProducerEvents) -> ProducerTransport:
             return self._backend.producer_transport(topic, partition, options, events)
 
@@ -99,5 +103,6 @@ class Client(AsyncClosing):
         if self._closed:
             return
         self._closed = True
-        await asyncio.gather(*(p.close() for p in self._producers), return_exceptions=True)
+        producers = list(self._producers)
+        await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from msgclient.closing import AsyncClosing
 from msgclient.core.limits import Limit
@@ -38,6 +38,7 @@ class Producer(AsyncClosing):
         router: Router | None,
         memory: Limit,
         close_timeout: float,
+        on_closed: Callable[[Producer], None],
     ) -> None:
         self.topic = topic
         self._options = options
@@ -46,6 +47,7 @@ class Producer(AsyncClosing):
         self._memory = memory
         self._block = options.block_if_queue_full
         self._close_timeout = close_timeout
+        self._on_closed = on_closed
         self._closing = False
         self._loop = asyncio.get_running_loop()
 
@@ -176,7 +178,10 @@ class Producer(AsyncClosing):
         if self._closing:
             return
         self._closing = True
-        await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
+        try:
+            await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
+        finally:
+            self._on_closed(self)
 
 
 def _to_bytes(value: object) -> bytes:
