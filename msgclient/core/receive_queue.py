@@ -1,0 +1,128 @@
+"""Permit-based flow control and the consumer's receive queue.
+
+The broker sends a consumer only as many messages as it was granted permits. Each
+subscription (one per partition) has a ``FlowWindow``: it grants ``size`` permits on a new
+connection, and as the application takes messages it returns their permits in one grant
+once at least half the window is free (the Java client's refill threshold). Permits earned
+on an old connection are void on a new one: the broker starts counting from zero.
+
+The ``ReceiveQueue`` holds the messages of every window of a consumer in arrival order, so
+that a multi-partition consumer has one queue; it never holds more than the sum of the
+windows (batched entries aside: a broker dispatches whole entries).
+``size == 0`` is the zero queue: each receive call asks for exactly one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+M = TypeVar("M")
+
+
+class FlowWindow:
+    """The permits of one subscription. ``send_permits(n)`` writes a grant to the broker."""
+
+    __slots__ = ("_earned", "_paused", "_send_permits", "_threshold", "granted", "size")
+
+    def __init__(self, size: int, send_permits: Callable[[int], None]) -> None:
+        if size < 0:
+            raise ValueError(f"receiver queue size must be >= 0, got {size}")
+        self.size = size
+        self._send_permits = send_permits
+        self._threshold = max(size // 2, 1)
+        self._earned = 0  # permits the application freed since the last grant
+        self._paused = False
+        self.granted = 0  # permits granted on the current connection (for stats)
+
+    def connection_opened(self) -> None:
+        """A new connection: forget earned permits, grant the whole window."""
+        self._earned = 0
+        self.granted = 0
+        if self.size and not self._paused:
+            self._grant(self.size)
+
+    def message_taken(self) -> None:
+        """The application took a message of this window: its permit is free again."""
+        if not self.size:
+            return
+        self._earned += 1
+        if self._earned >= self._threshold and not self._paused:
+            self._grant(self._earned)
+
+    def request_one(self) -> None:
+        """Zero queue: ask the broker for one message (one receive call)."""
+        self._grant(1)
+
+    def pause(self) -> None:
+        """Stop granting permits; messages in flight still arrive."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        if self._earned:
+            self._grant(self._earned)
+
+    def _grant(self, permits: int) -> None:
+        self._earned = 0
+        self.granted += permits
+        self._send_permits(permits)
+
+
+class ReceiveQueue(Generic[M]):
+    """Messages waiting for the application, each with the window it came through."""
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[M, FlowWindow]] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, message: M, window: FlowWindow) -> None:
+        self._items.append((message, window))
+        self._wake_next()
+
+    def get_nowait(self) -> M | None:
+        """The oldest message, or None; its permit goes back to its window."""
+        if not self._items:
+            return None
+        message, window = self._items.popleft()
+        window.message_taken()
+        return message
+
+    async def get(self, timeout: float | None = None) -> M:
+        """Wait for a message; TimeoutError after ``timeout`` seconds."""
+        message = self.get_nowait()
+        if message is not None:
+            return message
+        async with asyncio.timeout(timeout):
+            while True:
+                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                try:
+                    await waiter
+                except BaseException:
+                    if waiter.done() and not waiter.cancelled() and self._items:
+                        self._wake_next()  # we were woken but leave: pass the wake on
+                    raise
+                message = self.get_nowait()
+                if message is not None:
+                    return message
+
+    def remove_window(self, window: FlowWindow) -> int:
+        """Drop the messages of ``window`` (its connection is gone and the broker will
+        redeliver them); returns how many were dropped."""
+        kept = deque(item for item in self._items if item[1] is not window)
+        dropped = len(self._items) - len(kept)
+        self._items = kept
+        return dropped
+
+    def _wake_next(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
