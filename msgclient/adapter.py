@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 import attrs
 
 from msgclient.core.pending_queue import OpSend
-from msgclient.errors import UnknownProtocolError
+from msgclient.errors import MsgClientError, UnknownProtocolError
 from msgclient.message import MessageId
 from msgclient.options import ClientOptions, ProducerOptions
 from msgclient.url import ServiceUrl
@@ -45,6 +45,10 @@ class ProducerEvents(ABC):
 
         ``message_ids(op)`` builds the ids of the op's messages, in order.
         """
+
+    @abstractmethod
+    def on_send_error(self, sequence_id: int, error: MsgClientError) -> None:
+        """The broker refused the op with ``sequence_id`` for good: fail its messages."""
 
     @abstractmethod
     def on_disconnected(self, error: Exception) -> None:

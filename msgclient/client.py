@@ -72,7 +72,8 @@ class Client(AsyncClosing):
             )
             for name, index in names
         ]
-        results = await asyncio.gather(*(m.start() for m in members), return_exceptions=True)
+        timeout = self.options.operation_timeout_seconds
+        results = await asyncio.gather(*(m.start(timeout) for m in members), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             await asyncio.gather(*(m.close(0) for m in members), return_exceptions=True)

@@ -1,8 +1,10 @@
 """Typed exceptions raised by msgclient.
 
-Every failure a user can see is one of these, so that ``except MsgClientError`` catches
-them all and the subclass says what went wrong. Names follow the official pulsar-client
-(``ProducerQueueIsFull`` -> ``ProducerQueueIsFullError``) where one exists.
+Every failure msgclient detects is one of these, so that ``except MsgClientError`` catches
+them all and the subclass says what went wrong. (Calling with an argument of the wrong
+Python type raises TypeError, as usual; exceptions of user callbacks pass through.)
+Names follow the official pulsar-client (``ProducerQueueIsFull`` ->
+``ProducerQueueIsFullError``) where one exists.
 """
 
 from __future__ import annotations

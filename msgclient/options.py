@@ -109,6 +109,15 @@ def check_properties(name: str, value: Mapping[str, str] | None) -> None:
     )
 
 
+def check_non_negative(name: str, value: int) -> None:
+    _check(
+        isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+        name,
+        value,
+        "an integer >= 0",
+    )
+
+
 def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
     """Construct an options class from keyword arguments; unknown names are named."""
     known = {a.name for a in attrs.fields(cast(type[attrs.AttrsInstance], kind))}
@@ -197,7 +206,9 @@ class ProducerOptions:
     def __attrs_post_init__(self) -> None:
         if self.initial_sequence_id is not None:
             _check(
-                isinstance(self.initial_sequence_id, int) and self.initial_sequence_id >= -1,
+                isinstance(self.initial_sequence_id, int)
+                and not isinstance(self.initial_sequence_id, bool)
+                and self.initial_sequence_id >= -1,
                 "initial_sequence_id",
                 self.initial_sequence_id,
                 "an integer >= -1 or None",

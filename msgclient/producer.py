@@ -16,7 +16,7 @@ from msgclient.errors import (
     ProducerQueueIsFullError,
 )
 from msgclient.message import MessageId, OutgoingMessage, SendCallback
-from msgclient.options import ProducerOptions, check_properties
+from msgclient.options import ProducerOptions, check_non_negative, check_properties
 
 LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
 
@@ -120,6 +120,10 @@ class Producer(AsyncClosing):
             )
         if properties is not None:
             check_properties("properties", properties)
+        if sequence_id is not None:
+            check_non_negative("sequence_id", sequence_id)
+        if event_timestamp is not None:
+            check_non_negative("event_timestamp", event_timestamp)
         if type(ordering_key) is str:
             ordering_key = ordering_key.encode()
         replicate_to = (

@@ -55,7 +55,8 @@ class BatchMessageContainer:
 
 
 class KeyBasedBatchMessageContainer(BatchMessageContainer):
-    """One batch per partition key; all of them close together.
+    """One batch per key (the ordering key if set, else the partition key, as the Java
+    client); all of them close together.
 
     Batches come out ordered by their first message, so sequence ids stay increasing
     along the pending queue.
@@ -65,12 +66,15 @@ class KeyBasedBatchMessageContainer(BatchMessageContainer):
 
     def __init__(self, max_messages: int, max_bytes: int, clock: Callable[[], float]) -> None:
         super().__init__(max_messages, max_bytes, clock)
-        self._by_key: dict[str | None, list[OutgoingMessage]] = {}
+        self._by_key: dict[bytes | str | None, list[OutgoingMessage]] = {}
 
     def add(self, message: OutgoingMessage) -> int:
         status = super().add(message)
         if status != NO_SPACE:
-            self._by_key.setdefault(message.partition_key, []).append(message)
+            key = (
+                message.ordering_key if message.ordering_key is not None else message.partition_key
+            )
+            self._by_key.setdefault(key, []).append(message)
         return status
 
     def close(self) -> list[list[OutgoingMessage]]:

@@ -33,7 +33,7 @@ from msgclient.errors import (
     MsgClientError,
     OperationTimeoutError,
     SendTimeoutError,
-    TopicLookupError,
+    TooManyRequestsError,
 )
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import BatchingType, ProducerOptions
@@ -42,10 +42,23 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
-# Broker errors after which retrying the registration can succeed.
-RETRIABLE_BROKER_ERRORS = frozenset(
-    {"ServiceNotReady", "TooManyRequests", "MetadataError", "PersistenceError", "UnknownError"}
+# Errors after which retrying the registration can succeed. (Not TopicLookupError: too
+# many redirects or no broker URL is the cluster's configuration, not a passing state.)
+RETRIABLE_ERRORS = (
+    ConnectError,
+    ConnectionClosedError,
+    OperationTimeoutError,
+    TooManyRequestsError,
 )
+RETRIABLE_BROKER_ERRORS = frozenset(
+    {"ServiceNotReady", "MetadataError", "PersistenceError", "UnknownError"}
+)
+
+
+def is_retriable(error: MsgClientError) -> bool:
+    if isinstance(error, BrokerError):
+        return error.code in RETRIABLE_BROKER_ERRORS
+    return isinstance(error, RETRIABLE_ERRORS)
 
 
 class PartitionProducer(ProducerEvents):
@@ -97,14 +110,30 @@ class PartitionProducer(ProducerEvents):
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Register with the broker for the first time; raise what made it fail."""
-        registration = await self._transport.connect()
-        self._on_registered(registration)
+    async def start(self, timeout: float) -> None:
+        """Register with the broker for the first time, retrying transient failures with
+        backoff for up to ``timeout`` seconds (the operation timeout); raise the last error."""
+        deadline = self._loop.time() + timeout
+        while True:
+            try:
+                registration = await self._transport.connect()
+            except MsgClientError as error:
+                delay = self._backoff.next()
+                if not is_retriable(error) or self._loop.time() + delay > deadline:
+                    raise
+                log.info("creating producer on %s failed (%s): retrying", self.topic, error)
+                await asyncio.sleep(delay)
+                continue
+            self._on_registered(registration)
+            return
 
     def _on_registered(self, registration: ProducerRegistration) -> None:
         self.producer_name = registration.producer_name
         self.max_message_size = registration.max_message_size
+        if self._batch is not None:  # a batch must fit in one broker message
+            self._batch.max_bytes = min(
+                self._options.batching_max_allowed_size_in_bytes, registration.max_message_size
+            )
         if not self._registered_once:
             self._registered_once = True
             initial = self._options.initial_sequence_id
@@ -129,16 +158,8 @@ class PartitionProducer(ProducerEvents):
             await asyncio.sleep(self._backoff.next())
             try:
                 registration = await self._transport.connect()
-            except (
-                ConnectError,
-                ConnectionClosedError,
-                OperationTimeoutError,
-                TopicLookupError,
-            ) as error:
-                log.info("reconnect of %s failed: %s", self.topic, error)
-                continue
-            except BrokerError as error:
-                if error.code in RETRIABLE_BROKER_ERRORS:
+            except MsgClientError as error:
+                if is_retriable(error):
                     log.info("reconnect of %s failed: %s", self.topic, error)
                     continue
                 log.error("producer on %s cannot reconnect: %s", self.topic, error)
@@ -217,7 +238,7 @@ class PartitionProducer(ProducerEvents):
     def _push(self, op: OpSend) -> None:
         try:
             op.frame = self._transport.encode(op)
-        except MsgClientError as error:  # e.g. a missing compression codec
+        except MsgClientError as error:  # e.g. a batch over the broker's size limit
             self._complete_failed(op, error)
             return
         self._pending.append(op)
@@ -255,6 +276,14 @@ class PartitionProducer(ProducerEvents):
         self._release(len(op.messages), op.payload_bytes)
         for message, message_id in zip(op.messages, message_ids(op), strict=True):
             message.complete(message_id)
+
+    def on_send_error(self, sequence_id: int, error: MsgClientError) -> None:
+        op = self._pending.peek()
+        if op is None or op.sequence_id != sequence_id:
+            return  # not the op at the head: it already timed out
+        self._pending.popleft()
+        log.warning("%s: broker refused sequence id %d: %s", self.topic, sequence_id, error)
+        self._complete_failed(op, error)
 
     # -- failures -----------------------------------------------------------------------
 

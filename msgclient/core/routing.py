@@ -18,6 +18,9 @@ from msgclient.options import HashingScheme, PartitionsRoutingMode, ProducerOpti
 
 Router = Callable[[OutgoingMessage], int]
 
+# Java ProducerConfigurationData.roundRobinRouterBatchingPartitionSwitchFrequency
+BATCHING_PARTITION_SWITCH_FREQUENCY = 10
+
 HASHES: dict[HashingScheme, Callable[[str], int]] = {
     HashingScheme.JavaStringHash: java_string_hash,
     HashingScheme.Murmur3_32Hash: murmur3_32_hash,
@@ -54,8 +57,11 @@ def make_router(options: ProducerOptions, partitions: int) -> Router:
 
     start = random.randrange(partitions)
     if options.batching_enabled:
-        # Switch partition once per batch window so consecutive messages share a batch.
-        window_ms = max(1, int(options.batching_max_publish_delay_ms))
+        # Switch partition once per window of several batch delays, so that consecutive
+        # messages share batches (the Java client's partitionSwitchMs).
+        window_ms = max(
+            1, int(options.batching_max_publish_delay_ms * BATCHING_PARTITION_SWITCH_FREQUENCY)
+        )
 
         def route_by_window(message: OutgoingMessage) -> int:
             key = message.partition_key

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, cast
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.core.compression import CompressionType, get_codec
 from msgclient.core.pending_queue import OpSend
-from msgclient.errors import ConnectionClosedError, OperationTimeoutError
+from msgclient.errors import ConnectionClosedError, MessageTooBigError, OperationTimeoutError
 from msgclient.message import MessageId
 from msgclient.options import ProducerOptions
+from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.send_codec import SendEncoder
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from protocols.pulsarwire.adapter import PulsarBackend
 
 log = logging.getLogger(__name__)
+
+# Refusals that a resend cannot fix (the Java client's ClientCnx.handleSendError).
+FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.NotAllowedError})
 
 
 class PulsarProducerTransport(ProducerTransport):
@@ -46,6 +50,7 @@ class PulsarProducerTransport(ProducerTransport):
         self._encoder = SendEncoder(self.producer_id, options.compression_type, codec)
         self._connection: PulsarConnection | None = None
         self._epoch = 0
+        self._max_message_size = DEFAULT_MAX_MESSAGE_SIZE
 
     async def connect(self) -> ProducerRegistration:
         address = await self._backend.lookup.get_broker(self._topic)
@@ -76,9 +81,17 @@ class PulsarProducerTransport(ProducerTransport):
         except BaseException:
             session.producers.pop(self.producer_id, None)
             raise
+        if session.producers.get(self.producer_id) is not self or not connection.is_open:
+            # Closed between the answer and now (a CLOSE_PRODUCER in the same packet, or the
+            # connection lost): the producer was told while not yet registered, so the
+            # registration is void and the caller must retry.
+            raise ConnectionClosedError(
+                f"{connection.address} closed producer {self.producer_id} as it registered"
+            )
         success = cast(pb.CommandProducerSuccess, answer)
         self._encoder.producer_name = success.producer_name
         self._connection = connection
+        self._max_message_size = session.max_message_size
         return ProducerRegistration(
             producer_name=success.producer_name,
             last_sequence_id=success.last_sequence_id,
@@ -86,7 +99,14 @@ class PulsarProducerTransport(ProducerTransport):
         )
 
     def encode(self, op: OpSend) -> bytes:
-        return self._encoder.encode(op)
+        frame = self._encoder.encode(op)
+        limit = self._max_message_size + MESSAGE_SIZE_FRAME_PADDING
+        if len(frame) > limit:
+            raise MessageTooBigError(
+                f"a frame of {len(frame)} bytes is over the broker's limit of {limit} bytes "
+                f"(topic {self._topic})"
+            )
+        return frame
 
     def write(self, frame: bytes) -> None:
         if self._connection is not None:
@@ -129,13 +149,14 @@ class PulsarProducerTransport(ProducerTransport):
         self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_ids)
 
     def on_send_error(self, error: pb.CommandSendError) -> None:
-        # As the Java client: the broker may have been in a transient state (a topic moving
-        # between brokers); reconnecting resends everything pending, in order.
+        exception = broker_error(error.error, error.message)
+        if error.error in FATAL_SEND_ERRORS:
+            self._events.on_send_error(error.sequence_id, exception)
+            return
+        # As the Java client: other errors are transient (e.g. a topic moving between
+        # brokers); reconnecting resends everything pending, in order.
         log.warning(
-            "%s: send error for sequence id %d: %s",
-            self._topic,
-            error.sequence_id,
-            broker_error(error.error, error.message),
+            "%s: send error for sequence id %d: %s", self._topic, error.sequence_id, exception
         )
         self.drop_connection("send error")
 

@@ -44,9 +44,3 @@ def normalize_topic(topic: str) -> str:
 
 def partition_name(topic: str, partition: int) -> str:
     return f"{topic}{PARTITION_SUFFIX}{partition}"
-
-
-def partition_index(topic: str) -> int:
-    """The partition a partition's name denotes; -1 for a plain topic."""
-    base, sep, index = topic.rpartition(PARTITION_SUFFIX)
-    return int(index) if sep and base and index.isdigit() else -1
