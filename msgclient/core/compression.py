@@ -137,7 +137,7 @@ class _ZstdCodec:
         self._new_decompressor = zstandard.ZstdDecompressor
         self._error: type[Exception] = zstandard.ZstdError
         # zstandard's (de)compressor objects must not be shared between threads; reusing
-        # one per thread saves a context setup (~40% of compressing a 128 KiB batch).
+        # one per thread saves ~3 us of context setup per call, most of a small entry's cost.
         self._local = threading.local()
 
     def compress(self, data: BytesLike) -> bytes:

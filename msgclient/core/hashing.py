@@ -20,17 +20,34 @@ _U32 = 0xFFFFFFFF
 # -- JavaStringHash: String.hashCode() & Integer.MAX_VALUE ------------------------------
 
 # hashCode() is sum(unit[i] * 31**(n-1-i)) over UTF-16 code units, modulo 2**32; the mask
-# keeps only 31 bits, so powers modulo 2**31 suffice. sum(map(mul, ...)) runs that dot
-# product in C, about twice as fast as a Python loop of Horner steps.
+# keeps only 31 bits, so powers modulo 2**31 suffice. Up to _SHORT units a plain Horner loop
+# is fastest; above, sum(map(mul, ...)) runs the dot product in C, ~1.5x faster than the loop.
+_SHORT = 16
 _CHUNK = 256
 _POWERS = tuple(pow(31, k, 1 << 31) for k in range(_CHUNK + 1))
 # UTF-16 in native byte order, so that memoryview.cast("H") reads code units directly.
 _UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
 
 
-def _poly31(units: Sequence[int]) -> int:
+def java_string_hash(key: str) -> int:
+    """Pulsar's ``JavaStringHash``: ``key.hashCode() & Integer.MAX_VALUE``, in 0..2**31-1.
+
+    Java hashes UTF-16 code units, so a character outside the BMP (an emoji) counts as its
+    two surrogates.
+    """
+    units: Sequence[int]
+    if key.isascii():  # one byte per char, and each byte is its UTF-16 code unit
+        units = key.encode("ascii")
+    else:
+        # surrogatepass: a lone surrogate is a code unit of its own, as in a Java String.
+        units = memoryview(key.encode(_UTF16_NATIVE, "surrogatepass")).cast("H")
+    if len(units) <= _SHORT:
+        h = 0
+        for unit in units:
+            h = h * 31 + unit  # unmasked: stays below 2**96 for 16 units
+        return h & _INT_MAX
     if len(units) <= _CHUNK:
-        h: int = sum(map(mul, reversed(units), _POWERS))
+        h = sum(map(mul, reversed(units), _POWERS))
         return h & _INT_MAX
     # Longer keys: Horner over chunks, hash(a + b) = hash(a) * 31**len(b) + hash(b).
     h = 0
@@ -40,47 +57,10 @@ def _poly31(units: Sequence[int]) -> int:
     return h
 
 
-def java_string_hash(key: str) -> int:
-    """Pulsar's ``JavaStringHash``: ``key.hashCode() & Integer.MAX_VALUE``, in 0..2**31-1.
-
-    Java hashes UTF-16 code units, so a character outside the BMP (an emoji) counts as its
-    two surrogates.
-    """
-    if key.isascii():  # one byte per char, and each byte is its UTF-16 code unit
-        return _poly31(key.encode("ascii"))
-    # surrogatepass: a lone surrogate is a code unit of its own, as in a Java String.
-    encoded = key.encode(_UTF16_NATIVE, "surrogatepass")
-    return _poly31(memoryview(encoded).cast("H"))
-
-
 # -- Murmur3_32Hash: MurmurHash3 x86_32, seed 0, of the key's UTF-8 bytes ----------------
 
 _C1 = 0xCC9E2D51
 _C2 = 0x1B873593
-
-
-def _mix_k1(k1: int) -> int:
-    k1 = (k1 * _C1) & _U32
-    k1 = ((k1 << 15) | (k1 >> 17)) & _U32
-    return (k1 * _C2) & _U32
-
-
-def _murmur3_32(data: bytes) -> int:
-    length = len(data)
-    body = length & ~3
-    h1 = 0  # Pulsar's seed
-    for k1 in struct.unpack_from(f"<{body >> 2}I", data):  # little-endian 4-byte blocks
-        h1 ^= _mix_k1(k1)
-        h1 = ((h1 << 13) | (h1 >> 19)) & _U32
-        h1 = (h1 * 5 + 0xE6546B64) & _U32
-    h1 ^= _mix_k1(int.from_bytes(data[body:], "little"))  # the 0-3 tail bytes
-    h1 ^= length
-    h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & _U32
-    h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & _U32
-    h1 ^= h1 >> 16
-    return h1
 
 
 def murmur3_32_hash(key: str) -> int:
@@ -88,7 +68,23 @@ def murmur3_32_hash(key: str) -> int:
     masked with ``Integer.MAX_VALUE``, in 0..2**31-1.
     """
     # "replace" turns a lone surrogate into "?", as Java's String.getBytes(UTF_8) does.
-    return _murmur3_32(key.encode("utf-8", "replace")) & _INT_MAX
+    data = key.encode("utf-8", "replace")
+    length = len(data)
+    body = length & ~3
+    h = 0  # Pulsar's seed
+    # Masks are applied only where bits above 32 would leak down (before a shift right):
+    # the low 32 bits of a product or sum depend only on the low 32 bits of its inputs.
+    for block in struct.unpack_from(f"<{body >> 2}I", data):  # little-endian 4-byte blocks
+        k = (block * _C1) & _U32
+        h = (h ^ ((k << 15 | k >> 17) * _C2)) & _U32
+        h = ((h << 13 | h >> 19) * 5 + 0xE6546B64) & _U32
+    k = (int.from_bytes(data[body:], "little") * _C1) & _U32  # the 0-3 tail bytes
+    h = (h ^ ((k << 15 | k >> 17) * _C2) ^ length) & _U32
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _U32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _U32
+    return (h ^ (h >> 16)) & _INT_MAX
 
 
 def sign_safe_mod(dividend: int, divisor: int) -> int:
