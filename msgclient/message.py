@@ -104,3 +104,90 @@ def _call(callback: SendCallback, error: BaseException | None, message_id: Any) 
         asyncio.get_running_loop().call_exception_handler(
             {"message": "exception in send callback", "exception": exc}
         )
+
+
+class Message:
+    """A message received from the broker. Accessors are methods, as in pulsar-client."""
+
+    __slots__ = (
+        "_event_timestamp",
+        "_message_id",
+        "_ordering_key",
+        "_partition_key",
+        "_producer_name",
+        "_properties",
+        "_publish_timestamp",
+        "_redelivery_count",
+        "_sequence_id",
+        "_topic",
+        "_value",
+    )
+
+    def __init__(
+        self,
+        value: bytes,
+        message_id: MessageId,
+        topic: str,
+        *,
+        partition_key: str | None = None,
+        ordering_key: bytes | None = None,
+        properties: Mapping[str, str] | None = None,
+        event_timestamp: int = 0,
+        publish_timestamp: int = 0,
+        redelivery_count: int = 0,
+        producer_name: str = "",
+        sequence_id: int = -1,
+    ) -> None:
+        self._value = value
+        self._message_id = message_id
+        self._topic = topic
+        self._partition_key = partition_key
+        self._ordering_key = ordering_key
+        self._properties = properties
+        self._event_timestamp = event_timestamp
+        self._publish_timestamp = publish_timestamp
+        self._redelivery_count = redelivery_count
+        self._producer_name = producer_name
+        self._sequence_id = sequence_id
+
+    def data(self) -> bytes:
+        return self._value
+
+    def value(self) -> bytes:
+        """The payload (no schema: the same bytes as ``data()``)."""
+        return self._value
+
+    def message_id(self) -> MessageId:
+        return self._message_id
+
+    def topic_name(self) -> str:
+        return self._topic
+
+    def partition_key(self) -> str | None:
+        return self._partition_key
+
+    def ordering_key(self) -> bytes | None:
+        return self._ordering_key
+
+    def properties(self) -> dict[str, str]:
+        return dict(self._properties) if self._properties else {}
+
+    def event_timestamp(self) -> int:
+        """Milliseconds since the epoch set by the producer; 0 if it set none."""
+        return self._event_timestamp
+
+    def publish_timestamp(self) -> int:
+        """Milliseconds since the epoch when the producer published it."""
+        return self._publish_timestamp
+
+    def redelivery_count(self) -> int:
+        return self._redelivery_count
+
+    def producer_name(self) -> str:
+        return self._producer_name
+
+    def sequence_id(self) -> int:
+        return self._sequence_id
+
+    def __repr__(self) -> str:
+        return f"Message({self._message_id!r}, {len(self._value)} bytes, topic={self._topic!r})"

@@ -1,0 +1,102 @@
+"""decode_entry: MESSAGE frames (single and batched, compressed, with ack sets) to Messages."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from msgclient.core.compression import CompressionType, get_codec
+from msgclient.core.pending_queue import OpSend
+from msgclient.errors import MalformedFrameError
+from msgclient.message import OutgoingMessage
+from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
+from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.pulsarwire.receive_codec import decode_entry
+from protocols.pulsarwire.send_codec import SendEncoder
+
+TOPIC = "persistent://public/default/t"
+
+
+def outgoing(value: bytes, sequence_id: int, **options: object) -> OutgoingMessage:
+    future = asyncio.get_running_loop().create_future()
+    message = OutgoingMessage(value, future, **options)  # type: ignore[arg-type]
+    message.sequence_id = sequence_id
+    return message
+
+
+def as_message_frame(
+    send_frame: bytes, ledger: int = 7, entry: int = 9, ack_set: list[int] | None = None
+) -> bytes:
+    """Turn our SEND frame into the MESSAGE frame a broker would dispatch for it."""
+    (frame,) = FrameDecoder().feed(send_frame)
+    assert frame.metadata is not None and frame.payload is not None
+    command = pb.BaseCommand(
+        type=pb.BaseCommand.MESSAGE,
+        message=pb.CommandMessage(
+            consumer_id=1,
+            message_id=pb.MessageIdData(ledgerId=ledger, entryId=entry),
+            redelivery_count=2,
+            ack_set=ack_set or [],
+        ),
+    )
+    return encode_payload_command(command, frame.metadata.SerializeToString(), frame.payload)
+
+
+def decode(data: bytes, partition: int = -1) -> list:  # type: ignore[type-arg]
+    (frame,) = FrameDecoder().feed(data)
+    return decode_entry(frame, TOPIC, partition)
+
+
+@pytest.mark.parametrize("compression", list(CompressionType))
+async def test_batch_round_trips_through_our_encoder(compression: CompressionType) -> None:
+    codec = None if compression is CompressionType.NONE else get_codec(compression)
+    encoder = SendEncoder(1, compression, codec)
+    encoder.producer_name = "p"
+    messages = [
+        outgoing(b"plain", 10),
+        outgoing(b"", 11, partition_key="k", properties={"a": "1"}, event_timestamp=123),
+        outgoing(b"x" * 1000, 12, ordering_key=b"ok"),
+    ]
+    received = decode(as_message_frame(encoder.encode(OpSend(messages, True, 0, 0.0))), 3)
+    assert [m.data() for m in received] == [b"plain", b"", b"x" * 1000]
+    assert [m.message_id() for m in received] == [PulsarMessageId(7, 9, 3, i, 3) for i in range(3)]
+    assert received[1].partition_key() == "k"
+    assert received[1].properties() == {"a": "1"}
+    assert received[1].event_timestamp() == 123
+    assert received[2].ordering_key() == b"ok"
+    assert [m.sequence_id() for m in received] == [10, 11, 12]
+    assert all(m.redelivery_count() == 2 and m.producer_name() == "p" for m in received)
+
+
+async def test_single_message_entry() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    message = outgoing(b"one", 5, partition_key="key", properties={"p": "v"}, event_timestamp=9)
+    (received,) = decode(as_message_frame(encoder.encode(OpSend([message], False, 3, 0.0))))
+    assert received.data() == b"one"
+    assert received.message_id() == PulsarMessageId(7, 9)
+    assert (received.partition_key(), received.properties(), received.event_timestamp()) == (
+        "key",
+        {"p": "v"},
+        9,
+    )
+
+
+async def test_ack_set_skips_acked_batch_indexes() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    messages = [outgoing(b"m%d" % i, i) for i in range(4)]
+    frame = encoder.encode(OpSend(messages, True, 0, 0.0))
+    # bits set = still to deliver: indexes 1 and 3
+    received = decode(as_message_frame(frame, ack_set=[0b1010]))
+    assert [m.data() for m in received] == [b"m1", b"m3"]
+
+
+async def test_batch_overrunning_its_entry_is_malformed() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    frame = encoder.encode(OpSend([outgoing(b"abc", 1), outgoing(b"def", 2)], True, 0, 0.0))
+    (decoded,) = FrameDecoder().feed(as_message_frame(frame))
+    assert decoded.payload is not None
+    decoded.payload = decoded.payload[:-2]  # the last record is cut short
+    with pytest.raises(MalformedFrameError, match="overruns"):
+        decode_entry(decoded, TOPIC, -1)
