@@ -84,13 +84,13 @@ class Producer(Closing):
     def last_sequence_id(self) -> int:
         return self._producer.last_sequence_id
 
-    def send(self, value: bytes, **message_options: Any) -> MessageId:
+    def send(self, value: bytes | bytearray | memoryview, **message_options: Any) -> MessageId:
         """Send and wait for the broker's confirmation (options as the async ``send``)."""
         return self._runner.run(self._producer.send(value, **message_options))
 
     def send_async(
         self,
-        value: bytes,
+        value: bytes | bytearray | memoryview,
         callback: SendCallback | None = None,
         **message_options: Any,
     ) -> concurrent.futures.Future[MessageId]:

@@ -67,7 +67,7 @@ class Producer(AsyncClosing):
 
     async def send(
         self,
-        value: bytes,
+        value: bytes | bytearray | memoryview,
         *,
         partition_key: str | None = None,
         ordering_key: str | bytes | None = None,
@@ -92,7 +92,7 @@ class Producer(AsyncClosing):
 
     async def send_async(
         self,
-        value: bytes,
+        value: bytes | bytearray | memoryview,
         callback: SendCallback | None = None,
         *,
         partition_key: str | None = None,
