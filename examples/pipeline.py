@@ -59,9 +59,7 @@ def main() -> int:
         quiet = logging.getLogger("pulsar-client")
         quiet.setLevel(logging.WARNING)
         reader = pulsar.Client(broker.service_url, logger=quiet)
-        consumer = reader.subscribe(
-            TOPIC, "pipeline", consumer_type=pulsar.ConsumerType.Shared
-        )
+        consumer = reader.subscribe(TOPIC, "pipeline", consumer_type=pulsar.ConsumerType.Shared)
         started = time.perf_counter()
         ids = asyncio.run(produce(broker.service_url, args.messages))
         produced = time.perf_counter() - started

@@ -87,13 +87,14 @@ class Connection(asyncio.Protocol, Generic[S]):
         try:
             self.session.data_received(data)
         except ProtocolError as error:
-            log.warning("closing connection to %s: %s", self.address, error)
+            _log_protocol_error(self.address, error)
             self.abort(error)
 
     def eof_received(self) -> bool | None:
         try:
             self.session.eof_received()
         except ProtocolError as error:
+            _log_protocol_error(self.address, error)
             self._close_error = _closed_by(self.address, error)
         return None  # let the transport close
 
@@ -209,6 +210,10 @@ class Connection(asyncio.Protocol, Generic[S]):
             self._probe_outstanding = True
             self.write(self.session.keepalive_probe())
         self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
+
+
+def _log_protocol_error(address: str, error: ProtocolError) -> None:
+    log.warning("closing connection to %s: %s: %s", address, type(error).__name__, error)
 
 
 def _closed_by(address: str, cause: BaseException | None) -> ConnectionClosedError:

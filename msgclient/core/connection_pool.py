@@ -45,7 +45,15 @@ class ConnectionPool(Generic[S]):
             task = asyncio.ensure_future(self._open(key))
             self._connections[key] = task
         # shield: one caller giving up must not cancel the attempt the others wait on
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # close() cancels attempts in flight: their callers were not cancelled, the pool
+            # was closed under them. A caller that is itself being cancelled re-raises.
+            current = asyncio.current_task()
+            if task.cancelled() and self._closed and not (current and current.cancelling()):
+                raise AlreadyClosedError("the client is closed") from None
+            raise
 
     async def _open(self, key: PoolKey) -> Connection[S]:
         try:

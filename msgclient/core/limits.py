@@ -36,11 +36,15 @@ class Limit:
         return self._used
 
     def try_acquire(self, units: int) -> bool:
-        """Take ``units`` now if they are free and nobody is waiting; never blocks."""
+        """Take ``units`` now if they are free and nobody is waiting; never blocks.
+
+        A request larger than the whole capacity passes when nothing is held (as in
+        ``acquire``): otherwise it could never pass.
+        """
         if not self._capacity:
             self._used += units
             return True
-        if self._waiters or self._used + units > self._capacity:
+        if self._waiters or (self._used and self._used + units > self._capacity):
             return False
         self._used += units
         return True

@@ -10,7 +10,7 @@ from msgclient import __version__
 from msgclient.adapter import ProducerEvents, ProducerTransport, ProtocolBackend
 from msgclient.core.connection import open_connection
 from msgclient.core.connection_pool import ConnectionPool
-from msgclient.errors import ConnectError, InvalidServiceUrlError
+from msgclient.errors import ConnectError, InvalidConfigurationError, InvalidServiceUrlError
 from msgclient.options import ClientOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
@@ -93,7 +93,11 @@ class PulsarBackend(ProtocolBackend):
             feature_flags=pb.FeatureFlags(supports_auth_refresh=True),
         )
         if logical != physical:  # through a proxy: name the broker we want
-            connect.proxy_to_broker_url = logical
+            # As host:port, like the Java and C++ clients: the proxy parses it so.
+            ((broker_host, broker_port),) = parse_service_url(logical).with_default_port(
+                self.default_port
+            )
+            connect.proxy_to_broker_url = f"{broker_host}:{broker_port}"
         connection.write(
             encode_command(pb.BaseCommand(type=pb.BaseCommand.CONNECT, connect=connect))
         )
@@ -112,7 +116,14 @@ class PulsarBackend(ProtocolBackend):
 
 
 def _ssl_context(options: ClientOptions) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=options.tls_trust_certs_file_path)
+    path = options.tls_trust_certs_file_path
+    try:
+        context = ssl.create_default_context(cafile=path)
+    except (OSError, ssl.SSLError) as error:  # missing, unreadable, or no certificate in it
+        raise InvalidConfigurationError(
+            f"option tls_trust_certs_file_path={path!r} is invalid: cannot load trusted "
+            f"certificates from it ({error})"
+        ) from error
     context.check_hostname = options.tls_validate_hostname
     if options.tls_allow_insecure_connection:
         context.check_hostname = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import random
 from collections import Counter
@@ -15,7 +14,7 @@ import pytest
 
 import msgclient
 from msgclient.core.connection import Connection
-from msgclient.core.hashing import java_string_hash, murmur3_32_hash
+from msgclient.core.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
 from msgclient.embedded import PulsarBroker
 from msgclient.message import OutgoingMessage
 from tests.pulsar.helpers import (
@@ -293,24 +292,27 @@ async def test_keyed_messages_go_where_the_java_client_puts_them(
         assert_same_id(ours, message.message_id())
 
 
-@pytest.mark.skipif(
-    "hashing_scheme" not in inspect.signature(pulsar.Client.create_producer).parameters,
-    reason="the official Python client (3.13) does not expose hashing_scheme: its producers "
-    "always use the C++ BoostHash, which is not portable; the OpenJDK vectors stand in",
-)
-async def test_official_java_string_hash_producer_agrees(partitioned: tuple[str, str]) -> None:
+async def test_official_producer_routed_with_java_hash_agrees(
+    partitioned: tuple[str, str],
+) -> None:
+    # The official Python client (3.13) has no hashing_scheme option: its keyed routing is
+    # the C++ BoostHash, which is not portable. Its message_router hook is the way to
+    # share partitions with Java and msgclient; this checks the two clients agree through it.
     url, topic = partitioned
     with official_client(url) as official:
         consumer = subscribe(official, topic)
         producer = official.create_producer(
-            topic, hashing_scheme=pulsar.HashingScheme.JavaStringHash
+            topic,
+            message_routing_mode=pulsar.PartitionsRoutingMode.CustomPartition,
+            message_router=lambda message, partitions: sign_safe_mod(
+                java_string_hash(message.partition_key()), partitions
+            ),
         )
         for v in ROUTING_VECTORS:
             producer.send(v.key.encode(), partition_key=v.key)
         received = await receive(consumer, len(ROUTING_VECTORS))
-    for message in received:
-        key = message.partition_key()
-        assert _partition_of(message, topic) == java_string_hash(key) % PARTITIONS
+    expected = {v.key: v.java_partition for v in ROUTING_VECTORS}
+    assert {m.partition_key(): _partition_of(m, topic) for m in received} == expected
 
 
 async def test_round_robin_unbatched_visits_every_partition_in_turn(

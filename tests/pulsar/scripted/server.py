@@ -1,0 +1,311 @@
+"""A scripted Pulsar server for tests: real sockets, the real frame codec, scripted answers.
+
+It behaves as a healthy one-broker cluster by default (CONNECTED, partition metadata,
+LOOKUP -> Connect to itself, PRODUCER_SUCCESS, a SEND_RECEIPT for every SEND) and records
+every frame it receives. A test replaces the handler of a command type to script another
+answer, a misbehaviour (garbage, a bad checksum, a truncated frame, an oversized frame
+header, CLOSE_PRODUCER) or silence::
+
+    server.handlers[Type.LOOKUP] = lambda conn, cmd: conn.send(
+        lookup_redirect(cmd.lookupTopic.request_id, other.url, authoritative=True)
+    )
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import ssl
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from protocols.pulsarwire.framing import (
+    FrameDecoder,
+    encode_command,
+    encode_payload_command,
+)
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+
+Type = pb.BaseCommand.Type
+LookupType = pb.CommandLookupTopicResponse.LookupType
+WAIT = 2.0  # seconds: the longest a test waits for the server to see something
+
+
+# -- answers ------------------------------------------------------------------------------
+
+
+def connected(max_message_size: int | None = None) -> pb.BaseCommand:
+    answer = pb.CommandConnected(server_version="scripted-pulsar", protocol_version=21)
+    if max_message_size is not None:
+        answer.max_message_size = max_message_size
+    return pb.BaseCommand(type=Type.CONNECTED, connected=answer)
+
+
+def lookup_connect(
+    request_id: int, url: str, *, authoritative: bool = True, proxy: bool = False
+) -> pb.BaseCommand:
+    """``url`` serves the topic (it is given as both the plain and the TLS URL)."""
+    return pb.BaseCommand(
+        type=Type.LOOKUP_RESPONSE,
+        lookupTopicResponse=pb.CommandLookupTopicResponse(
+            request_id=request_id,
+            response=LookupType.Connect,
+            brokerServiceUrl=url,
+            brokerServiceUrlTls=url,
+            authoritative=authoritative,
+            proxy_through_service_url=proxy,
+        ),
+    )
+
+
+def lookup_redirect(request_id: int, url: str, *, authoritative: bool) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.LOOKUP_RESPONSE,
+        lookupTopicResponse=pb.CommandLookupTopicResponse(
+            request_id=request_id,
+            response=LookupType.Redirect,
+            brokerServiceUrl=url,
+            brokerServiceUrlTls=url,
+            authoritative=authoritative,
+        ),
+    )
+
+
+def lookup_failed(request_id: int, error: pb.ServerError, message: str) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.LOOKUP_RESPONSE,
+        lookupTopicResponse=pb.CommandLookupTopicResponse(
+            request_id=request_id, response=LookupType.Failed, error=error, message=message
+        ),
+    )
+
+
+def partitioned_metadata(request_id: int, partitions: int = 0) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.PARTITIONED_METADATA_RESPONSE,
+        partitionMetadataResponse=pb.CommandPartitionedTopicMetadataResponse(
+            request_id=request_id, partitions=partitions
+        ),
+    )
+
+
+def producer_success(
+    request_id: int, producer_name: str, last_sequence_id: int = -1
+) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.PRODUCER_SUCCESS,
+        producer_success=pb.CommandProducerSuccess(
+            request_id=request_id,
+            producer_name=producer_name,
+            last_sequence_id=last_sequence_id,
+            producer_ready=True,
+        ),
+    )
+
+
+def send_receipt(send: pb.CommandSend, ledger_id: int, entry_id: int) -> pb.BaseCommand:
+    highest = send.highest_sequence_id if send.HasField("highest_sequence_id") else None
+    receipt = pb.CommandSendReceipt(
+        producer_id=send.producer_id,
+        sequence_id=send.sequence_id,
+        message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id),
+    )
+    if highest is not None:
+        receipt.highest_sequence_id = highest
+    return pb.BaseCommand(type=Type.SEND_RECEIPT, send_receipt=receipt)
+
+
+def error(request_id: int, code: pb.ServerError, message: str) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.ERROR,
+        error=pb.CommandError(request_id=request_id, error=code, message=message),
+    )
+
+
+def success(request_id: int) -> pb.BaseCommand:
+    return pb.BaseCommand(type=Type.SUCCESS, success=pb.CommandSuccess(request_id=request_id))
+
+
+def close_producer(producer_id: int, request_id: int = 0) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.CLOSE_PRODUCER,
+        close_producer=pb.CommandCloseProducer(producer_id=producer_id, request_id=request_id),
+    )
+
+
+# -- misbehaviours: bytes no broker should send -------------------------------------------
+
+# total_size 8, then 8 bytes whose "command_size" (0x6e6f6e73) overflows the frame.
+GARBAGE = struct.pack(">I", 8) + b"nonsense"
+
+# A frame header announcing 2 GiB: over any frame size limit.
+OVERSIZED_HEADER = struct.pack(">II", 0x7FFFFFFF, 4)
+
+
+def bad_checksum(command: pb.BaseCommand) -> bytes:
+    """``command`` as a payload frame whose CRC32C does not match (one payload bit flipped)."""
+    frame = bytearray(encode_payload_command(command, b"", b"payload"))
+    frame[-1] ^= 0x01
+    return bytes(frame)
+
+
+def truncated(command: pb.BaseCommand) -> bytes:
+    """The first half of ``command``'s frame: the stream must not end there."""
+    frame = encode_command(command)
+    return frame[: len(frame) // 2]
+
+
+# -- the server ---------------------------------------------------------------------------
+
+Handler = Callable[["ServerConnection", pb.BaseCommand], None]
+
+
+@attrs.define
+class Received:
+    """One frame the server received, and on which connection."""
+
+    connection: ServerConnection
+    command: pb.BaseCommand
+    metadata: pb.MessageMetadata | None
+    payload: bytes | None
+
+
+class ServerConnection:
+    """The server's end of one client connection."""
+
+    def __init__(self, server: ScriptedPulsarServer, index: int, writer: asyncio.StreamWriter):
+        self.server = server
+        self.index = index
+        self.writer = writer
+        self.connect: pb.CommandConnect | None = None  # the client's handshake
+
+    def send(self, *commands: pb.BaseCommand) -> None:
+        """Write commands, all in one write (so the client reads them in one chunk)."""
+        self.write(b"".join(encode_command(c) for c in commands))
+
+    def write(self, data: bytes) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(data)
+
+    def close(self) -> None:
+        """Close after what was written (a clean end of stream)."""
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.transport.abort()
+
+
+class ScriptedPulsarServer:
+    """An asyncio server on 127.0.0.1 that answers Pulsar frames per ``handlers``."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None, name: str = "broker") -> None:
+        self.name = name
+        self.ssl_context = ssl_context
+        self.partitions = 0  # what PARTITIONED_METADATA answers
+        self.last_sequence_id = -1  # what PRODUCER_SUCCESS answers
+        self.received: list[Received] = []
+        self.connections: list[ServerConnection] = []
+        self.handlers: dict[int, Handler] = {
+            Type.CONNECT: self.answer_connect,
+            Type.PING: lambda conn, _: conn.send(
+                pb.BaseCommand(type=Type.PONG, pong=pb.CommandPong())
+            ),
+            Type.PARTITIONED_METADATA: self.answer_partitioned_metadata,
+            Type.LOOKUP: self.answer_lookup,
+            Type.PRODUCER: self.answer_producer,
+            Type.SEND: self.answer_send,
+            Type.CLOSE_PRODUCER: lambda conn, cmd: conn.send(
+                success(cmd.close_producer.request_id)
+            ),
+        }
+        self._entry_ids = itertools.count()
+        self._changed = asyncio.Event()
+        self._server: asyncio.Server | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> ScriptedPulsarServer:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
+        return self
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for connection in self.connections:
+            connection.abort()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "start() the server first"
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        scheme = "pulsar+ssl" if self.ssl_context is not None else "pulsar"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def host_port(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    # -- what it received ---------------------------------------------------------------
+
+    def commands(self, type_: int) -> list[Received]:
+        return [r for r in self.received if r.command.type == type_]
+
+    async def wait_for(self, type_: int, count: int = 1) -> list[Received]:
+        """Wait until ``count`` frames of ``type_`` arrived; return all of that type."""
+        async with asyncio.timeout(WAIT):
+            while len(self.commands(type_)) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.commands(type_)
+
+    # -- the default, healthy answers ---------------------------------------------------
+
+    def answer_connect(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        conn.connect = command.connect
+        conn.send(connected())
+
+    def answer_partitioned_metadata(self, conn: ServerConnection, cmd: pb.BaseCommand) -> None:
+        conn.send(partitioned_metadata(cmd.partitionMetadata.request_id, self.partitions))
+
+    def answer_lookup(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        conn.send(lookup_connect(command.lookupTopic.request_id, self.url))
+
+    def answer_producer(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        producer = command.producer
+        name = producer.producer_name or f"{self.name}-{producer.producer_id}"
+        conn.send(producer_success(producer.request_id, name, self.last_sequence_id))
+
+    def answer_send(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        conn.send(send_receipt(command.send, ledger_id=1, entry_id=next(self._entry_ids)))
+
+    # -- serving ------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = ServerConnection(self, len(self.connections), writer)
+        self.connections.append(connection)
+        decoder = FrameDecoder()
+        try:
+            while data := await reader.read(65536):
+                for frame in decoder.feed(data):
+                    self.received.append(
+                        Received(connection, frame.command, frame.metadata, frame.payload)
+                    )
+                    self._changed.set()
+                    handler = self.handlers.get(frame.command.type)
+                    if handler is not None:
+                        handler(connection, frame.command)
+        except (ConnectionError, ssl.SSLError):
+            pass  # the client went away: nothing to answer
+        finally:
+            writer.close()
+
+
+def never_answer(_: ServerConnection, __: Any) -> None:
+    """A handler that leaves the request unanswered."""

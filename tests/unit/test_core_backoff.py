@@ -1,0 +1,65 @@
+"""Backoff: reconnect delays that double up to a maximum, with up to 10% jitter."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from msgclient.core.backoff import Backoff
+
+
+class FixedRandom(random.Random):
+    """A Random whose random() always returns ``value``."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_delays_double_up_to_the_maximum_without_jitter() -> None:
+    backoff = Backoff(0.1, 1.0, rng=FixedRandom(0.0))
+    delays = [backoff.next() for _ in range(7)]
+    assert delays == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0])
+
+
+def test_jitter_shortens_each_delay_by_at_most_ten_percent() -> None:
+    backoff = Backoff(0.1, 1.0, rng=FixedRandom(0.999999))
+    delays = [backoff.next() for _ in range(6)]
+    nominal = [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert delays == pytest.approx([d * 0.9 for d in nominal], rel=1e-5)
+
+
+def test_jittered_delays_stay_within_ten_percent_of_the_nominal_delay() -> None:
+    backoff = Backoff(0.05, 3.2, rng=random.Random(1234))
+    nominal = 0.05
+    seen: set[float] = set()
+    for _ in range(200):
+        delay = backoff.next()
+        assert 0.9 * nominal <= delay <= nominal
+        seen.add(round(delay / nominal, 6))
+        nominal = min(nominal * 2, 3.2)
+    assert len(seen) > 50  # the jitter really varies
+
+
+def test_reset_starts_over_from_the_initial_delay() -> None:
+    backoff = Backoff(0.1, 10.0, rng=FixedRandom(0.0))
+    for _ in range(5):
+        backoff.next()
+    assert backoff.next() == pytest.approx(3.2)
+    backoff.reset()
+    assert [backoff.next() for _ in range(3)] == pytest.approx([0.1, 0.2, 0.4])
+
+
+def test_maximum_equal_to_initial_is_a_constant_delay() -> None:
+    backoff = Backoff(0.5, 0.5, rng=FixedRandom(0.0))
+    assert [backoff.next() for _ in range(3)] == pytest.approx([0.5, 0.5, 0.5])
+
+
+@pytest.mark.parametrize(("initial", "maximum"), [(0, 1), (-1, 1), (2, 1)])
+def test_bad_bounds_are_rejected(initial: float, maximum: float) -> None:
+    with pytest.raises(ValueError, match="0 < initial <= maximum"):
+        Backoff(initial, maximum)

@@ -1,0 +1,556 @@
+"""PartitionProducer against a fake ProducerTransport: ids, batching, receipts, reconnects,
+send timeouts and close. The test plays the broker by calling the producer's events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.core.backoff import Backoff
+from msgclient.core.limits import Limit
+from msgclient.core.partition_producer import PartitionProducer
+from msgclient.core.pending_queue import OpSend
+from msgclient.errors import (
+    AlreadyClosedError,
+    BrokerError,
+    ConnectError,
+    ConnectionClosedError,
+    MsgClientError,
+    SendTimeoutError,
+    TooManyRequestsError,
+    TopicNotFoundError,
+)
+from msgclient.message import MessageId, OutgoingMessage
+from msgclient.options import ProducerOptions
+
+WAIT = 1.0
+TOPIC = "persistent://public/default/t"
+NO_DELAY_BATCHING = {"batching_enabled": True, "batching_max_publish_delay_ms": 10_000}
+
+
+class FakeMessageId(MessageId):
+    """The id a receipt builds: the first sequence id of the op and the batch index."""
+
+    __slots__ = ("batch_index", "entry")
+
+    def __init__(self, entry: int, batch_index: int) -> None:
+        self.entry = entry
+        self.batch_index = batch_index
+
+    def serialize(self) -> bytes:
+        return f"{self.entry}:{self.batch_index}".encode()
+
+    def _sort_key(self) -> tuple[int, ...]:
+        return (self.entry, self.batch_index)
+
+    def __repr__(self) -> str:
+        return f"FakeMessageId({self.entry}, {self.batch_index})"
+
+
+def registration(last_sequence_id: int = -1) -> ProducerRegistration:
+    return ProducerRegistration("fake-producer", last_sequence_id, 5 * 1024 * 1024)
+
+
+class FakeTransport(ProducerTransport):
+    """Records what the producer writes; ``connect`` results are scripted.
+
+    Frames are ``b"<first id>-<highest id>"``, so the tests read the order on the wire.
+    Writes while offline are dropped, as on a real dead connection.
+    """
+
+    def __init__(self, events: ProducerEvents) -> None:
+        self.events = events
+        self.script: list[ProducerRegistration | BaseException] = []  # then: registration()
+        self.connects = 0
+        self.online = False
+        self.written: list[bytes] = []
+        self.dropped: list[str] = []
+        self.closed = False
+        self.encode_error: MsgClientError | None = None
+        self._changed = asyncio.Event()
+
+    # -- ProducerTransport --------------------------------------------------------------
+
+    async def connect(self) -> ProducerRegistration:
+        self.connects += 1
+        self._changed.set()
+        result = self.script.pop(0) if self.script else registration()
+        if isinstance(result, BaseException):
+            raise result
+        self.online = True
+        return result
+
+    def encode(self, op: OpSend) -> bytes:
+        if self.encode_error is not None:
+            raise self.encode_error
+        return f"{op.sequence_id}-{op.highest_sequence_id}".encode()
+
+    def write(self, frame: bytes) -> None:
+        if self.online:
+            self.written.append(frame)
+            self._changed.set()
+
+    def drop_connection(self, reason: str) -> None:
+        self.dropped.append(reason)
+        self.disconnect()
+
+    async def close(self) -> None:
+        self.closed = True
+        self.online = False
+
+    # -- the broker's side --------------------------------------------------------------
+
+    def disconnect(self) -> None:
+        self.online = False
+        self.events.on_disconnected(ConnectionClosedError("connection lost"))
+
+    def receipt(self, sequence_id: int, highest_sequence_id: int | None = None) -> None:
+        def message_ids(op: OpSend) -> list[MessageId]:
+            if not op.is_batch:
+                return [FakeMessageId(sequence_id, -1)]
+            return [FakeMessageId(sequence_id, i) for i in range(len(op.messages))]
+
+        highest = sequence_id if highest_sequence_id is None else highest_sequence_id
+        self.events.on_receipt(sequence_id, highest, message_ids)
+
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        async with asyncio.timeout(WAIT):
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+
+class Harness:
+    """A PartitionProducer on a FakeTransport, with the client's memory limit."""
+
+    def __init__(self, memory_limit: int = 0, max_pending: int = 0, **options: Any) -> None:
+        self.memory = Limit(memory_limit)
+        self.transports: list[FakeTransport] = []
+        self.producer = PartitionProducer(
+            TOPIC,
+            ProducerOptions(**options),
+            self.memory,
+            self._transport_factory,
+            Backoff(0.001, 0.004),
+            max_pending,
+        )
+
+    def _transport_factory(self, events: ProducerEvents) -> ProducerTransport:
+        transport = FakeTransport(events)
+        self.transports.append(transport)
+        return transport
+
+    @property
+    def transport(self) -> FakeTransport:
+        (transport,) = self.transports
+        return transport
+
+    async def start(self, last_sequence_id: int = -1) -> None:
+        self.transport.script.append(registration(last_sequence_id))
+        async with asyncio.timeout(WAIT):
+            await self.producer.start(timeout=WAIT)
+
+    def send(self, value: bytes = b"v", **fields: Any) -> asyncio.Future[MessageId]:
+        """What Producer.send_async does: take the limits, then enqueue."""
+        assert self.producer.pending_messages.try_acquire(1)
+        assert self.memory.try_acquire(len(value))
+        future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
+        self.producer.enqueue(OutgoingMessage(value, future, **fields))
+        return future
+
+    @property
+    def limits_used(self) -> tuple[int, int]:
+        return self.producer.pending_messages.used, self.memory.used
+
+
+MakeHarness = Callable[..., Harness]
+
+
+@pytest.fixture
+async def make_harness() -> AsyncIterator[MakeHarness]:
+    made: list[Harness] = []
+
+    def make(**options: Any) -> Harness:
+        harness = Harness(**options)
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in made:  # stops the timers and any reconnect
+        await harness.producer.close(0)
+
+
+async def settled(*futures: asyncio.Future[Any]) -> None:
+    async with asyncio.timeout(WAIT):
+        await asyncio.wait(futures)
+
+
+# -- sequence ids -------------------------------------------------------------------------
+
+
+async def test_sequence_ids_continue_from_the_brokers_last_sequence_id(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start(last_sequence_id=41)
+    h.send()
+    h.send()
+    assert h.transport.written == [b"42-42", b"43-43"]
+    assert h.producer.last_sequence_id_pushed == 43
+    assert h.producer.last_sequence_id_published == 41
+
+
+async def test_a_new_producer_starts_at_zero(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start(last_sequence_id=-1)
+    h.send()
+    assert h.transport.written == [b"0-0"]
+
+
+async def test_initial_sequence_id_wins_over_the_broker(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False, initial_sequence_id=100)
+    await h.start(last_sequence_id=41)
+    h.send()
+    assert h.transport.written == [b"101-101"]
+
+
+async def test_reconnect_does_not_reset_sequence_ids(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start(last_sequence_id=9)
+    h.send()
+    h.transport.receipt(10)
+    h.transport.script.append(registration(last_sequence_id=500))  # ignored after the first
+    h.transport.disconnect()
+    await h.transport.wait_until(lambda: h.transport.online)
+    h.send()
+    assert h.transport.written == [b"10-10", b"11-11"]
+
+
+# -- first registration -------------------------------------------------------------------
+
+
+async def test_start_retries_transient_failures(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    h.transport.script += [ConnectError("refused"), BrokerError("ServiceNotReady", "loading")]
+    await h.start(last_sequence_id=6)
+    assert h.transport.connects == 3
+    h.send()
+    assert h.transport.written == [b"7-7"]
+
+
+async def test_start_raises_a_permanent_failure_at_once(make_harness: MakeHarness) -> None:
+    h = make_harness()
+    refused = BrokerError("ProducerBusy", "taken")
+    h.transport.script.append(refused)
+    with pytest.raises(BrokerError) as caught:
+        async with asyncio.timeout(WAIT):
+            await h.producer.start(timeout=WAIT)
+    assert caught.value is refused
+    assert h.transport.connects == 1
+
+
+async def test_start_gives_up_at_its_timeout(make_harness: MakeHarness) -> None:
+    h = make_harness()
+    h.transport.script += [ConnectError(f"refused {i}") for i in range(1000)]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(ConnectError, match="refused"):
+        async with asyncio.timeout(WAIT):
+            await h.producer.start(timeout=0.05)
+    assert loop.time() - started <= 0.05 + 0.01
+    assert h.transport.connects > 1
+
+
+# -- batching -----------------------------------------------------------------------------
+
+
+async def test_batch_closes_on_max_messages(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3)
+    await h.start()
+    h.send()
+    h.send()
+    assert h.transport.written == []
+    assert h.producer.pending_count == 2  # the open batch counts as pending
+    h.send()
+    assert h.transport.written == [b"0-2"]
+    h.send()
+    assert h.transport.written == [b"0-2"]
+
+
+async def test_batch_closes_on_max_bytes(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_allowed_size_in_bytes=10)
+    await h.start()
+    h.send(b"a" * 6)
+    h.send(b"b" * 6)  # would overflow: the open batch goes first, this one starts the next
+    assert h.transport.written == [b"0-0"]
+    h.send(b"c" * 4)  # exactly 10 bytes: full
+    assert h.transport.written == [b"0-0", b"1-2"]
+    h.send(b"d" * 50)  # larger than a batch: goes alone
+    assert h.transport.written == [b"0-0", b"1-2", b"3-3"]
+
+
+async def test_batch_closes_after_the_publish_delay(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=True, batching_max_publish_delay_ms=20)
+    await h.start()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    h.send()
+    h.send()
+    assert h.transport.written == []
+    await h.transport.wait_until(lambda: bool(h.transport.written))
+    assert loop.time() - started >= 0.02 - 0.002
+    assert h.transport.written == [b"0-1"]
+
+
+async def test_flush_sends_the_open_batch_and_waits_for_it(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING)
+    await h.start()
+    futures = [h.send(), h.send()]
+    flush = asyncio.ensure_future(h.producer.flush())
+    await h.transport.wait_until(lambda: h.transport.written == [b"0-1"])
+    assert not flush.done()
+    h.transport.receipt(0, 1)
+    async with asyncio.timeout(WAIT):
+        await flush
+    assert all(f.done() for f in futures)
+
+
+# -- receipts -----------------------------------------------------------------------------
+
+
+async def test_receipt_completes_a_batch_with_the_ids_the_transport_builds(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3, memory_limit=1000)
+    await h.start()
+    futures = [h.send(b"abc") for _ in range(3)]
+    assert h.limits_used == (3, 9)
+    h.transport.receipt(0, 2)
+    assert [f.result() for f in futures] == [FakeMessageId(0, i) for i in range(3)]
+    assert h.limits_used == (0, 0)
+    assert h.producer.last_sequence_id_published == 2
+    assert h.producer.pending_count == 0
+
+
+async def test_receipts_complete_ops_in_order(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start()
+    futures = [h.send() for _ in range(3)]
+    h.transport.receipt(0)
+    assert futures[0].result() == FakeMessageId(0, -1)
+    assert not futures[1].done()
+    h.transport.receipt(1)
+    h.transport.receipt(2)
+    assert [f.result() for f in futures] == [FakeMessageId(i, -1) for i in range(3)]
+
+
+async def test_receipt_with_a_lower_sequence_id_is_ignored(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start(last_sequence_id=4)
+    futures = [h.send(), h.send()]
+    h.transport.receipt(4)  # late: for an op that is gone already
+    assert not any(f.done() for f in futures)
+    assert h.transport.dropped == []
+    h.transport.receipt(5)
+    assert futures[0].result() == FakeMessageId(5, -1)
+
+
+async def test_receipt_with_a_higher_sequence_id_drops_the_connection(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start(last_sequence_id=4)
+    futures = [h.send(), h.send()]
+    h.transport.receipt(6)  # the broker skipped 5: out of step
+    assert h.transport.dropped == ["receipt 6 while expecting 5"]
+    assert not any(f.done() for f in futures)
+    # ... and the reconnect resends both, which the broker now confirms.
+    await h.transport.wait_until(lambda: len(h.transport.written) == 4)
+    assert h.transport.written == [b"5-5", b"6-6", b"5-5", b"6-6"]
+    h.transport.receipt(5)
+    h.transport.receipt(6)
+    assert [f.result() for f in futures] == [FakeMessageId(5, -1), FakeMessageId(6, -1)]
+
+
+async def test_send_error_fails_only_the_op_at_the_head(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False, memory_limit=100)
+    await h.start()
+    futures = [h.send(b"ab"), h.send(b"cd")]
+    refused = BrokerError("ChecksumError", "corrupt")
+    h.producer.on_send_error(1, refused)  # not the head: ignored
+    assert not any(f.done() for f in futures)
+    h.producer.on_send_error(0, refused)
+    assert futures[0].exception() is refused
+    assert not futures[1].done()
+    assert h.limits_used == (1, 2)
+    h.transport.receipt(1)
+    assert futures[1].result() == FakeMessageId(1, -1)
+
+
+# -- reconnects ---------------------------------------------------------------------------
+
+
+async def test_reconnect_resends_pending_in_order_before_new_messages(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start()
+    futures = [h.send(), h.send()]
+    h.transport.disconnect()
+    futures.append(h.send())  # while disconnected: queued, not written
+    assert h.transport.written == [b"0-0", b"1-1"]
+    await h.transport.wait_until(lambda: h.transport.online)
+    futures.append(h.send())
+    assert h.transport.written == [b"0-0", b"1-1", b"0-0", b"1-1", b"2-2", b"3-3"]
+    assert h.transport.connects == 2
+    for sequence_id in range(4):
+        h.transport.receipt(sequence_id)
+    assert [f.result() for f in futures] == [FakeMessageId(i, -1) for i in range(4)]
+
+
+async def test_reconnect_retries_with_backoff_until_it_succeeds(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start()
+    future = h.send()
+    h.transport.script += [
+        ConnectError("refused"),
+        ConnectionClosedError("closed during the handshake"),
+        BrokerError("ServiceNotReady", "not yet"),  # a retriable broker error
+    ]
+    h.transport.disconnect()
+    await h.transport.wait_until(lambda: h.transport.online)
+    assert h.transport.connects == 5  # the first, three failures, the success
+    h.transport.receipt(0)
+    assert future.result() == FakeMessageId(0, -1)
+
+
+async def test_fatal_broker_error_on_reconnect_fails_everything(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, memory_limit=100)
+    await h.start()
+    pending = [h.send(), h.send()]
+    fatal = TopicNotFoundError("TopicNotFound", "deleted")
+    h.transport.script.append(fatal)
+    h.transport.disconnect()
+    await settled(*pending)
+    assert all(f.exception() is fatal for f in pending)
+    assert h.limits_used == (0, 0)
+    late = h.send()
+    assert isinstance(late.exception(), AlreadyClosedError)
+
+
+async def test_too_many_requests_on_reconnect_is_retried(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start()
+    future = h.send()
+    h.transport.script.append(TooManyRequestsError("TooManyRequests: slow down"))
+    h.transport.disconnect()
+    await h.transport.wait_until(lambda: h.transport.online)
+    h.transport.receipt(0)
+    assert future.result() == FakeMessageId(0, -1)
+
+
+# -- failures -----------------------------------------------------------------------------
+
+
+async def test_send_timeout_fails_everything_pending_and_releases_the_limits(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(
+        **NO_DELAY_BATCHING, batching_max_messages=2, send_timeout_millis=50, memory_limit=1000
+    )
+    await h.start()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    written = [h.send(b"ab"), h.send(b"cd")]  # a full batch: written, never confirmed
+    open_batch = [h.send(b"ef")]  # still in the open batch: covered by the timeout too
+    assert h.limits_used == (3, 6)
+    await settled(*written, *open_batch)
+    assert loop.time() - started >= 0.05 - 0.002
+    for future in written + open_batch:
+        assert isinstance(future.exception(), SendTimeoutError)
+    assert "50 ms" in str(written[0].exception())
+    assert h.limits_used == (0, 0)
+    assert h.producer.pending_count == 0
+    h.transport.receipt(0, 1)  # the broker's late receipt changes nothing
+    assert h.limits_used == (0, 0)
+
+
+async def test_send_timeout_zero_never_times_out(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False, send_timeout_millis=0)
+    await h.start()
+    future = h.send()
+    await asyncio.sleep(0.1)
+    assert not future.done()
+
+
+async def test_encode_failure_fails_the_message_and_releases_its_limits(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_enabled=False, memory_limit=100)
+    await h.start()
+    h.transport.encode_error = MsgClientError("no codec")
+    future = h.send(b"12345")
+    assert future.exception() is h.transport.encode_error
+    assert h.limits_used == (0, 0)
+    assert h.transport.written == []
+
+
+# -- close --------------------------------------------------------------------------------
+
+
+async def test_close_flushes_first(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING)
+    await h.start()
+    futures = [h.send(), h.send()]
+    closing = asyncio.ensure_future(h.producer.close(flush_timeout=WAIT))
+    await h.transport.wait_until(lambda: h.transport.written == [b"0-1"])
+    assert not closing.done()
+    h.transport.receipt(0, 1)
+    async with asyncio.timeout(WAIT):
+        await closing
+    assert [f.result() for f in futures] == [FakeMessageId(0, 0), FakeMessageId(0, 1)]
+    assert h.transport.closed
+
+
+async def test_close_fails_what_the_flush_could_not_deliver(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, memory_limit=100)
+    await h.start()
+    futures = [h.send(b"abc"), h.send(b"def")]
+    async with asyncio.timeout(WAIT):
+        await h.producer.close(flush_timeout=0.05)
+    for future in futures:
+        assert isinstance(future.exception(), AlreadyClosedError)
+    assert h.limits_used == (0, 0)
+    assert h.transport.closed
+
+
+async def test_close_while_disconnected_stops_reconnecting(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False)
+    await h.start()
+    future = h.send()
+    h.transport.script += [ConnectError("refused")] * 1000
+    h.transport.disconnect()
+    async with asyncio.timeout(WAIT):
+        await h.producer.close(flush_timeout=0.02)
+    assert isinstance(future.exception(), AlreadyClosedError)
+    connects = h.transport.connects
+    await asyncio.sleep(0.02)
+    assert h.transport.connects == connects
+
+
+async def test_send_after_close_fails_and_releases_its_limits(make_harness: MakeHarness) -> None:
+    h = make_harness(batching_enabled=False, memory_limit=100)
+    await h.start()
+    async with asyncio.timeout(WAIT):
+        await h.producer.close(flush_timeout=WAIT)
+    future = h.send(b"late")
+    assert isinstance(future.exception(), AlreadyClosedError)
+    assert h.limits_used == (0, 0)
