@@ -137,8 +137,8 @@ def test_snappy_is_a_raw_block() -> None:
     compressed = get_codec(CompressionType.SNAPPY).compress(data)
     assert not compressed.startswith(b"\xff\x06\x00\x00sNaPpY")  # no framing-format header
     assert compressed.startswith(b"\x80\x80\x40")  # varint of the length, 1 << 20
-    # python-snappy is not among the test extras (and since 0.7 it wraps cramjam too).
-    assert pytest.importorskip("snappy").decompress(compressed) == data
+    # (No independent snappy decoder is installed: python-snappy wraps cramjam since 0.7.
+    # The official client reading our SNAPPY batches is the cross-check, in tests/pulsar.)
     # By hand: varint length 3, then literal tag (3 - 1) << 2 = 0x08, then "abc".
     assert get_codec(CompressionType.SNAPPY).decompress(b"\x03\x08abc", 3) == b"abc"
 
