@@ -8,11 +8,11 @@ has confirmed the last one.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import msgclient
 
+MAX_PENDING = 10_000  # the same queue bound for both clients
 BATCH_OPTIONS = {
     "batching_enabled": True,
     "batching_max_messages": 1000,
@@ -40,36 +40,25 @@ async def msgclient_produce(service_url: str, topic: str, count: int, size: int)
 
 
 def official_produce(service_url: str, topic: str, count: int, size: int) -> float:
-    """Seconds to produce ``count`` messages of ``size`` bytes with pulsar-client."""
+    """Seconds to produce ``count`` messages of ``size`` bytes with pulsar-client.
+
+    Its fastest way: no per-message callback (a Python callback per message costs it
+    about 3x, measured here), and ``flush()``, which returns once all are confirmed.
+    """
     import pulsar
 
     payload = b"x" * size
-    client = pulsar.Client(service_url, log_conf_file_path=None, logger=_quiet_logger())
+    client = pulsar.Client(service_url, logger=_quiet_logger())
     try:
         producer = client.create_producer(
-            topic, block_if_queue_full=True, max_pending_messages=10_000, **BATCH_OPTIONS
+            topic, block_if_queue_full=True, max_pending_messages=MAX_PENDING, **BATCH_OPTIONS
         )
         producer.send(payload)
-        done = threading.Event()
-        remaining = [count]
-        errors = []
-
-        def on_sent(result: object, _: object) -> None:
-            if result != pulsar.Result.Ok:
-                errors.append(result)
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                done.set()
-
         start = time.perf_counter()
         for _ in range(count):
-            producer.send_async(payload, on_sent)
+            producer.send_async(payload, None)
         producer.flush()
-        if not done.wait(60):
-            raise RuntimeError("pulsar-client: confirmations did not arrive within 60 s")
         elapsed = time.perf_counter() - start
-        if errors:
-            raise RuntimeError(f"pulsar-client: {len(errors)} of {count} sends failed")
         producer.close()
     finally:
         client.close()
