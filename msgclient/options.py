@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import attrs
 
 from msgclient.core.compression import CompressionType
+from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
+from msgclient.message import MessageId
 
 if TYPE_CHECKING:
     from msgclient.message import OutgoingMessage
@@ -220,3 +222,134 @@ class ProducerOptions:
             self.message_router,
             "a callable exactly when message_routing_mode is CustomPartition",
         )
+
+
+class ConsumerType(enum.Enum):
+    """Subscription types, as in Pulsar."""
+
+    Exclusive = 0
+    Shared = 1
+    Failover = 2
+    KeyShared = 3
+
+
+class InitialPosition(enum.Enum):
+    """Where a new subscription starts."""
+
+    Latest = 0
+    Earliest = 1
+
+
+class SubscriptionMode(enum.Enum):
+    """Durable subscriptions keep their position on the broker; NonDurable ones (readers)
+    exist only while connected."""
+
+    Durable = 0
+    NonDurable = 1
+
+
+def _optional_topic(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    _check(
+        value is None or (isinstance(value, str) and bool(value)), attribute.name, value, "a topic"
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeadLetterPolicy:
+    """After ``max_redeliver_count`` redeliveries a message goes to the dead-letter topic
+    (default ``<topic>-<subscription>-DLQ``) instead of back to the consumer.
+    ``retry_letter_topic`` (default ``<topic>-<subscription>-RETRY``) receives
+    ``reconsume_later`` messages."""
+
+    max_redeliver_count: int = attrs.field(validator=_int_at_least(1))
+    dead_letter_topic: str | None = attrs.field(default=None, validator=_optional_topic)
+    retry_letter_topic: str | None = attrs.field(default=None, validator=_optional_topic)
+    initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
+
+
+@attrs.frozen(kw_only=True)
+class BatchReceivePolicy:
+    """``batch_receive`` returns when any limit is reached: messages, bytes or time.
+    Defaults are the Java client's (no message limit, 10 MiB, 100 ms)."""
+
+    max_num_messages: int = attrs.field(default=-1, validator=_int_at_least(-1))
+    max_num_bytes: int = attrs.field(default=10 * MIB, validator=_int_at_least(-1))
+    timeout_ms: int = attrs.field(default=100, validator=_int_at_least(0))
+
+    def __attrs_post_init__(self) -> None:
+        _check(
+            self.max_num_messages > 0 or self.max_num_bytes > 0 or self.timeout_ms > 0,
+            "batch_receive_policy",
+            self,
+            "at least one limit (messages, bytes or timeout) above 0",
+        )
+
+
+def _optional_instance(kind: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        expected = f"a {kind.__name__} or None"
+        _check(value is None or isinstance(value, kind), attribute.name, value, expected)
+
+    return validate
+
+
+def _ack_timeout(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    _check(
+        isinstance(value, int) and not isinstance(value, bool) and (value == 0 or value >= 1000),
+        attribute.name,
+        value,
+        "0 (off) or at least 1000 ms",
+    )
+
+
+def _backoff(_: Any, attribute: attrs.Attribute[Any], value: RedeliveryBackoff | None) -> None:
+    _check(
+        value is None or callable(getattr(value, "next", None)),
+        attribute.name,
+        value,
+        "a RedeliveryBackoff (e.g. MultiplierRedeliveryBackoff) or None",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerOptions:
+    """Options of ``client.subscribe(topic, subscription_name, **options)``."""
+
+    consumer_type: ConsumerType = attrs.field(
+        default=ConsumerType.Exclusive, validator=_member_of(ConsumerType)
+    )
+    consumer_name: str | None = attrs.field(default=None, validator=_optional_str)
+    receiver_queue_size: int = attrs.field(default=1000, validator=_int_at_least(0))
+    max_total_receiver_queue_size_across_partitions: int = attrs.field(
+        default=50_000, validator=_int_at_least(1)
+    )
+    initial_position: InitialPosition = attrs.field(
+        default=InitialPosition.Latest, validator=_member_of(InitialPosition)
+    )
+    subscription_mode: SubscriptionMode = attrs.field(
+        default=SubscriptionMode.Durable, validator=_member_of(SubscriptionMode)
+    )
+    priority_level: int = attrs.field(default=0, validator=_int_at_least(0))
+    unacked_messages_timeout_ms: int = attrs.field(default=0, validator=_ack_timeout)
+    tick_duration_ms: int = attrs.field(default=1000, validator=_int_at_least(100))
+    negative_ack_redelivery_delay_ms: int = attrs.field(default=60_000, validator=_int_at_least(0))
+    negative_ack_redelivery_backoff: RedeliveryBackoff | None = attrs.field(
+        default=None, validator=_backoff
+    )
+    acknowledgment_group_time_ms: int = attrs.field(default=100, validator=_int_at_least(0))
+    max_acknowledgment_group_size: int = attrs.field(default=1000, validator=_int_at_least(1))
+    ack_receipt_enabled: bool = attrs.field(default=False, validator=_is_bool)
+    batch_index_ack_enabled: bool = attrs.field(default=False, validator=_is_bool)
+    dead_letter_policy: DeadLetterPolicy | None = attrs.field(
+        default=None, validator=_optional_instance(DeadLetterPolicy)
+    )
+    batch_receive_policy: BatchReceivePolicy = attrs.field(
+        factory=BatchReceivePolicy, validator=_optional_instance(BatchReceivePolicy)
+    )
+    properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
+    replicate_subscription_state_enabled: bool = attrs.field(default=False, validator=_is_bool)
+    # Readers: where to start, instead of the subscription's position.
+    start_message_id: MessageId | None = attrs.field(
+        default=None, validator=_optional_instance(MessageId)
+    )
+    start_message_id_inclusive: bool = attrs.field(default=False, validator=_is_bool)

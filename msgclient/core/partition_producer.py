@@ -25,15 +25,11 @@ from msgclient.core.batch_container import (
 )
 from msgclient.core.limits import Limit
 from msgclient.core.pending_queue import OpSend, PendingQueue
+from msgclient.core.registration import reconnect, register_with_retry
 from msgclient.errors import (
     AlreadyClosedError,
-    BrokerError,
-    ConnectError,
-    ConnectionClosedError,
     MsgClientError,
-    OperationTimeoutError,
     SendTimeoutError,
-    TooManyRequestsError,
 )
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import BatchingType, ProducerOptions
@@ -41,24 +37,6 @@ from msgclient.options import BatchingType, ProducerOptions
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-
-# Errors after which retrying the registration can succeed. (Not TopicLookupError: too
-# many redirects or no broker URL is the cluster's configuration, not a passing state.)
-RETRIABLE_ERRORS = (
-    ConnectError,
-    ConnectionClosedError,
-    OperationTimeoutError,
-    TooManyRequestsError,
-)
-RETRIABLE_BROKER_ERRORS = frozenset(
-    {"ServiceNotReady", "MetadataError", "PersistenceError", "UnknownError"}
-)
-
-
-def is_retriable(error: MsgClientError) -> bool:
-    if isinstance(error, BrokerError):
-        return error.code in RETRIABLE_BROKER_ERRORS
-    return isinstance(error, RETRIABLE_ERRORS)
 
 
 class PartitionProducer(ProducerEvents):
@@ -111,21 +89,12 @@ class PartitionProducer(ProducerEvents):
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self, timeout: float) -> None:
-        """Register with the broker for the first time, retrying transient failures with
-        backoff for up to ``timeout`` seconds (the operation timeout); raise the last error."""
-        deadline = self._loop.time() + timeout
-        while True:
-            try:
-                registration = await self._transport.connect()
-            except MsgClientError as error:
-                delay = self._backoff.next()
-                if not is_retriable(error) or self._loop.time() + delay > deadline:
-                    raise
-                log.info("creating producer on %s failed (%s): retrying", self.topic, error)
-                await asyncio.sleep(delay)
-                continue
-            self._on_registered(registration)
-            return
+        """Register with the broker for the first time, retrying transient failures for up
+        to ``timeout`` seconds (the operation timeout); raise the last error."""
+        what = f"producer on {self.topic}"
+        self._on_registered(
+            await register_with_retry(self._transport.connect, self._backoff, timeout, what)
+        )
 
     def _on_registered(self, registration: ProducerRegistration) -> None:
         self.producer_name = registration.producer_name
@@ -154,21 +123,16 @@ class PartitionProducer(ProducerEvents):
         self._reconnect_task = asyncio.ensure_future(self._reconnect())
 
     async def _reconnect(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(self._backoff.next())
-            try:
-                registration = await self._transport.connect()
-            except MsgClientError as error:
-                if is_retriable(error):
-                    log.info("reconnect of %s failed: %s", self.topic, error)
-                    continue
-                log.error("producer on %s cannot reconnect: %s", self.topic, error)
-                self._closing = self._closed = True
-                self._fail_all(error)
-                return
-            if not self._closed:
-                self._on_registered(registration)
-            return
+        what = f"producer on {self.topic}"
+        outcome = await reconnect(self._transport.connect, self._backoff, self._is_closed, what)
+        if isinstance(outcome, MsgClientError):
+            self._closing = self._closed = True
+            self._fail_all(outcome)
+        elif outcome is not None:
+            self._on_registered(outcome)
+
+    def _is_closed(self) -> bool:
+        return self._closed
 
     async def flush(self) -> None:
         """Send the open batch and wait until everything sent so far is confirmed or failed."""
