@@ -3,7 +3,9 @@
 __version__ = "0.1.0"
 
 from msgclient.client import Client
+from msgclient.consumer import Consumer, ConsumerStats
 from msgclient.core.compression import CompressionType
+from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.errors import (
     AlreadyClosedError,
     AuthenticationError,
@@ -24,6 +26,7 @@ from msgclient.errors import (
     ProducerFencedError,
     ProducerQueueIsFullError,
     ProtocolError,
+    ReceiveTimeoutError,
     SendTimeoutError,
     TooManyRequestsError,
     TopicLookupError,
@@ -31,19 +34,27 @@ from msgclient.errors import (
     TruncatedFrameError,
     UnknownProtocolError,
 )
-from msgclient.message import MessageId
+from msgclient.message import Message, MessageId
 from msgclient.options import (
     BatchingType,
+    BatchReceivePolicy,
     ClientOptions,
+    ConsumerOptions,
+    ConsumerType,
+    DeadLetterPolicy,
     HashingScheme,
+    InitialPosition,
     PartitionsRoutingMode,
     ProducerOptions,
+    SubscriptionMode,
 )
 from msgclient.producer import Producer
+from msgclient.reader import Reader
 
 __all__ = [
     "AlreadyClosedError",
     "AuthenticationError",
+    "BatchReceivePolicy",
     "BatchingType",
     "BrokerError",
     "ChecksumMismatchError",
@@ -52,16 +63,24 @@ __all__ = [
     "CompressionType",
     "ConnectError",
     "ConnectionClosedError",
+    "Consumer",
+    "ConsumerOptions",
+    "ConsumerStats",
+    "ConsumerType",
+    "DeadLetterPolicy",
     "FrameTooLargeError",
     "HashingScheme",
+    "InitialPosition",
     "InvalidConfigurationError",
     "InvalidServiceUrlError",
     "InvalidTopicNameError",
     "MalformedFrameError",
     "MemoryBufferIsFullError",
+    "Message",
     "MessageId",
     "MessageTooBigError",
     "MsgClientError",
+    "MultiplierRedeliveryBackoff",
     "OperationTimeoutError",
     "PartitionsRoutingMode",
     "Producer",
@@ -70,7 +89,10 @@ __all__ = [
     "ProducerOptions",
     "ProducerQueueIsFullError",
     "ProtocolError",
+    "Reader",
+    "ReceiveTimeoutError",
     "SendTimeoutError",
+    "SubscriptionMode",
     "TooManyRequestsError",
     "TopicLookupError",
     "TopicNotFoundError",

@@ -8,15 +8,16 @@ core imports no adapter: a third party can plug in a protocol by installing a pa
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib.metadata import entry_points
 
 import attrs
 
+from msgclient.core.ack_grouping_tracker import AckBatch
 from msgclient.core.pending_queue import OpSend
 from msgclient.errors import MsgClientError, UnknownProtocolError
-from msgclient.message import MessageId
-from msgclient.options import ClientOptions, ProducerOptions
+from msgclient.message import Message, MessageId
+from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl
 
 ENTRY_POINT_GROUP = "msgclient.protocols"
@@ -79,6 +80,66 @@ class ProducerTransport(ABC):
         """Unregister from the broker (best effort) and stop receiving events."""
 
 
+class ConsumerEvents(ABC):
+    """The core's half of a partition consumer, called by the adapter's transport."""
+
+    @abstractmethod
+    def on_messages(self, messages: list[Message]) -> None:
+        """One dispatch arrived (a batch entry gives several messages, in order)."""
+
+    @abstractmethod
+    def on_disconnected(self, error: Exception) -> None:
+        """The connection died or the broker closed the consumer: resubscribe."""
+
+    @abstractmethod
+    def on_active_consumer_change(self, is_active: bool) -> None:
+        """Failover: this consumer became the active one (True) or a standby (False)."""
+
+    @abstractmethod
+    def on_reached_end_of_topic(self) -> None:
+        """The topic was terminated and everything in it was delivered."""
+
+
+class ConsumerTransport(ABC):
+    """The adapter's half of a partition consumer: subscription and its commands."""
+
+    @abstractmethod
+    async def connect(self) -> None:
+        """Find the broker, connect, subscribe (or resubscribe). Raises on failure."""
+
+    @abstractmethod
+    def flow(self, permits: int) -> None:
+        """Grant the broker ``permits`` more messages on the current connection."""
+
+    @abstractmethod
+    def acknowledge(self, batch: AckBatch) -> Awaitable[None] | None:
+        """Write one group of acks; with ack receipts, an awaitable of the confirmation."""
+
+    @abstractmethod
+    def redeliver(self, message_ids: list[MessageId] | None) -> None:
+        """Ask for ``message_ids`` again (None: everything unacked, on any subscription)."""
+
+    @abstractmethod
+    async def seek(self, position: MessageId | int) -> None:
+        """Move the subscription to a message id, or a publish time in ms."""
+
+    @abstractmethod
+    async def get_last_message_id(self) -> MessageId | None:
+        """The id of the last message in the topic partition (None when it is empty)."""
+
+    @abstractmethod
+    async def unsubscribe(self) -> None:
+        """Delete the subscription on the broker."""
+
+    @abstractmethod
+    def drop_connection(self, reason: str) -> None:
+        """Close the current connection; its loss comes back as ``on_disconnected``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Close the consumer on the broker (best effort) and stop receiving events."""
+
+
 class ProtocolBackend(ABC):
     """One per Client: the adapter's connections, lookups and topic naming."""
 
@@ -101,6 +162,17 @@ class ProtocolBackend(ABC):
         self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
     ) -> ProducerTransport:
         """A transport for one (partition) producer; ``partition`` is -1 when unpartitioned."""
+
+    @abstractmethod
+    def consumer_transport(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        options: ConsumerOptions,
+        events: ConsumerEvents,
+    ) -> ConsumerTransport:
+        """A transport for one (partition) consumer; ``partition`` is -1 when unpartitioned."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from msgclient import client as async_client
+from msgclient import consumer as async_consumer
 from msgclient import producer as async_producer
+from msgclient import reader as async_reader
 from msgclient.closing import Closing
-from msgclient.message import MessageId, SendCallback
+from msgclient.consumer import ConsumerStats
+from msgclient.message import Message, MessageId, SendCallback
+from msgclient.options import InitialPosition
 
 T = TypeVar("T")
 
@@ -57,6 +61,16 @@ class Client(Closing):
     def create_producer(self, topic: str, **options: Any) -> Producer:
         producer = self._runner.run(self._client.create_producer(topic, **options))
         return Producer(producer, self._runner)
+
+    def subscribe(self, topic: str | list[str], subscription_name: str, **options: Any) -> Consumer:
+        consumer = self._runner.run(self._client.subscribe(topic, subscription_name, **options))
+        return Consumer(consumer, self._runner)
+
+    def create_reader(
+        self, topic: str, start_message_id: MessageId | InitialPosition, **options: Any
+    ) -> Reader:
+        reader = self._runner.run(self._client.create_reader(topic, start_message_id, **options))
+        return Reader(reader, self._runner)
 
     def close(self) -> None:
         try:
@@ -105,6 +119,84 @@ class Producer(Closing):
 
     def close(self) -> None:
         self._runner.run(self._producer.close())
+
+
+class Consumer(Closing):
+    """Blocking consumer with the names of the async one."""
+
+    def __init__(self, consumer: async_consumer.Consumer, runner: _LoopThread) -> None:
+        self._consumer = consumer
+        self._runner = runner
+
+    @property
+    def topic(self) -> str:
+        return self._consumer.topic
+
+    @property
+    def subscription_name(self) -> str:
+        return self._consumer.subscription_name
+
+    @property
+    def stats(self) -> ConsumerStats:
+        return self._consumer.stats
+
+    def receive(self, timeout_millis: int | None = None) -> Message:
+        return self._runner.run(self._consumer.receive(timeout_millis))
+
+    def batch_receive(self) -> list[Message]:
+        return self._runner.run(self._consumer.batch_receive())
+
+    def acknowledge(self, message: Message | MessageId) -> None:
+        """Queue the ack (waits for the broker's confirmation with ack receipts on)."""
+        self._runner.run(_ack(self._consumer.acknowledge, message))
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        self._runner.run(_ack(self._consumer.acknowledge_cumulative, message))
+
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        self._runner.loop.call_soon_threadsafe(self._consumer.negative_acknowledge, message)
+
+    def reconsume_later(self, message: Message, delay_ms: int) -> None:
+        self._runner.run(self._consumer.reconsume_later(message, delay_ms))
+
+    def seek(self, position: MessageId | int) -> None:
+        self._runner.run(self._consumer.seek(position))
+
+    def unsubscribe(self) -> None:
+        self._runner.run(self._consumer.unsubscribe())
+
+    def close(self) -> None:
+        self._runner.run(self._consumer.close())
+
+
+class Reader(Closing):
+    """Blocking reader with the names of the async one."""
+
+    def __init__(self, reader: async_reader.Reader, runner: _LoopThread) -> None:
+        self._reader = reader
+        self._runner = runner
+
+    @property
+    def topic(self) -> str:
+        return self._reader.topic
+
+    def read_next(self, timeout_millis: int | None = None) -> Message:
+        return self._runner.run(self._reader.read_next(timeout_millis))
+
+    def has_message_available(self) -> bool:
+        return self._runner.run(self._reader.has_message_available())
+
+    def seek(self, position: MessageId | int) -> None:
+        self._runner.run(self._reader.seek(position))
+
+    def close(self) -> None:
+        self._runner.run(self._reader.close())
+
+
+async def _ack(
+    ack: Callable[[Message | MessageId], asyncio.Future[None]], message: Message | MessageId
+) -> None:
+    await ack(message)
 
 
 def _chain(source: asyncio.Future[T], target: concurrent.futures.Future[T]) -> None:

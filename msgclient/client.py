@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from typing import Any
 
-from msgclient.adapter import ProducerEvents, ProducerTransport, ProtocolBackend, load_backend
+from msgclient.adapter import (
+    ConsumerEvents,
+    ConsumerTransport,
+    ProducerEvents,
+    ProducerTransport,
+    ProtocolBackend,
+    load_backend,
+)
 from msgclient.closing import AsyncClosing
+from msgclient.consumer import Consumer
 from msgclient.core.backoff import Backoff
+from msgclient.core.dead_letters import DeadLetterRouter
 from msgclient.core.limits import Limit
+from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.partition_producer import PartitionProducer
+from msgclient.core.receive_queue import ReceiveQueue
 from msgclient.core.routing import make_router
-from msgclient.errors import AlreadyClosedError
-from msgclient.options import ClientOptions, ProducerOptions, build
+from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
+from msgclient.message import Message, MessageId
+from msgclient.options import (
+    ClientOptions,
+    ConsumerOptions,
+    ConsumerType,
+    InitialPosition,
+    ProducerOptions,
+    SubscriptionMode,
+    build,
+)
 from msgclient.producer import Producer
+from msgclient.reader import Reader
 from msgclient.url import parse_service_url
 
 
@@ -31,6 +53,7 @@ class Client(AsyncClosing):
         self._backend: ProtocolBackend = load_backend(self.service_url, self.options)
         self._memory = Limit(self.options.memory_limit)
         self._producers: set[Producer] = set()
+        self._consumers: set[Consumer] = set()
         self._closed = False
 
     @property
@@ -53,31 +76,18 @@ class Client(AsyncClosing):
         across = producer_options.max_pending_messages_across_partitions
         if partitions and per_partition_limit and across:
             per_partition_limit = max(1, min(per_partition_limit, across // partitions))
-        names = (
-            [(topic, -1)]
-            if partitions == 0
-            else [(self._backend.partition_name(topic, i), i) for i in range(partitions)]
-        )
         members = [
             PartitionProducer(
                 name,
                 producer_options,
                 self._memory,
-                self._transport_factory(name, index, producer_options),
-                Backoff(
-                    self.options.initial_backoff_interval_ms / 1000,
-                    self.options.max_backoff_interval_ms / 1000,
-                ),
+                self._producer_transport_factory(name, index, producer_options),
+                self._backoff(),
                 per_partition_limit,
             )
-            for name, index in names
+            for name, index in self._partition_names(topic, partitions)
         ]
-        timeout = self.options.operation_timeout_seconds
-        results = await asyncio.gather(*(m.start(timeout) for m in members), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await asyncio.gather(*(m.close(0) for m in members), return_exceptions=True)
-            raise errors[0]
+        await self._start_all(members)
         send_timeout = producer_options.send_timeout_millis / 1000
         producer = Producer(
             topic,
@@ -91,7 +101,125 @@ class Client(AsyncClosing):
         self._producers.add(producer)
         return producer
 
-    def _transport_factory(
+    async def subscribe(
+        self, topic: str | list[str], subscription_name: str, **options: Any
+    ) -> Consumer:
+        """Subscribe to a topic (or a list of topics) with ``ConsumerOptions``.
+
+        Returns once every partition's subscription is registered on the broker.
+        """
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        consumer_options = build(ConsumerOptions, "consumer", options)
+        if not isinstance(subscription_name, str) or not subscription_name:
+            raise InvalidConfigurationError(
+                f"subscription_name must be a non-empty string, got {subscription_name!r}"
+            )
+        topics = [topic] if isinstance(topic, str) else list(topic)
+        if not topics:
+            raise InvalidConfigurationError("subscribe needs at least one topic")
+        topics = [self._backend.normalize_topic(t) for t in topics]
+        counts = await asyncio.gather(*(self._backend.partition_count(t) for t in topics))
+        names = [
+            (base, name, index)
+            for base, count in zip(topics, counts, strict=True)
+            for name, index in self._partition_names(base, count)
+        ]
+        size = consumer_options.receiver_queue_size
+        if size == 0 and len(names) > 1:
+            raise InvalidConfigurationError(
+                "receiver_queue_size=0 needs a single, unpartitioned topic "
+                f"({len(names)} partitions here)"
+            )
+        if len(names) > 1:  # the Java client's share of the total for each partition
+            across = consumer_options.max_total_receiver_queue_size_across_partitions
+            size = max(1, min(size, across // len(names)))
+        queue: ReceiveQueue[Message] = ReceiveQueue()
+        policy = consumer_options.dead_letter_policy
+        routers = {
+            base: DeadLetterRouter(policy, base, subscription_name, self._dead_letter_producer)
+            for base in topics
+            if policy is not None
+        }
+        members = [
+            PartitionConsumer(
+                name,
+                index,
+                consumer_options,
+                queue,
+                size,
+                self._consumer_transport_factory(name, index, subscription_name, consumer_options),
+                self._backoff(),
+                routers.get(base),
+            )
+            for base, name, index in names
+        ]
+        await self._start_all(members)
+        consumer = Consumer(
+            topics, subscription_name, consumer_options, members, queue, self._consumers.discard
+        )
+        self._consumers.add(consumer)
+        return consumer
+
+    async def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId | InitialPosition,
+        *,
+        reader_name: str | None = None,
+        receiver_queue_size: int = 1000,
+        start_message_id_inclusive: bool = False,
+    ) -> Reader:
+        """Read ``topic`` from ``start_message_id`` (a MessageId, or InitialPosition.Earliest
+        / Latest) with a non-durable subscription of its own."""
+        at_id = isinstance(start_message_id, MessageId)
+        consumer = await self.subscribe(
+            topic,
+            f"reader-{uuid.uuid4().hex[:10]}",
+            consumer_type=ConsumerType.Exclusive,
+            subscription_mode=SubscriptionMode.NonDurable,
+            consumer_name=reader_name,
+            receiver_queue_size=receiver_queue_size,
+            initial_position=InitialPosition.Earliest
+            if at_id or start_message_id is InitialPosition.Earliest
+            else InitialPosition.Latest,
+            start_message_id=start_message_id if at_id else None,
+            start_message_id_inclusive=start_message_id_inclusive,
+        )
+        return Reader(consumer, start_message_id)
+
+    async def _dead_letter_producer(self, topic: str) -> Producer:
+        return await self.create_producer(topic, batching_enabled=False)
+
+    def _partition_names(self, topic: str, partitions: int) -> list[tuple[str, int]]:
+        if partitions == 0:
+            return [(topic, -1)]
+        return [(self._backend.partition_name(topic, i), i) for i in range(partitions)]
+
+    def _backoff(self) -> Backoff:
+        return Backoff(
+            self.options.initial_backoff_interval_ms / 1000,
+            self.options.max_backoff_interval_ms / 1000,
+        )
+
+    async def _start_all(self, members: list[PartitionProducer] | list[PartitionConsumer]) -> None:
+        """Start every member; if any fails, close the others and raise its error."""
+        timeout = self.options.operation_timeout_seconds
+        results = await asyncio.gather(*(m.start(timeout) for m in members), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(_close_member(m) for m in members), return_exceptions=True)
+            raise errors[0]
+
+    def _consumer_transport_factory(
+        self, topic: str, partition: int, subscription: str, options: ConsumerOptions
+    ) -> Callable[[ConsumerEvents], ConsumerTransport]:
+        def factory(events: ConsumerEvents) -> ConsumerTransport:
+            return self._backend.consumer_transport(topic, partition, subscription, options, events)
+
+        return factory
+
+    def _producer_transport_factory(
         self, topic: str, partition: int, options: ProducerOptions
     ) -> Callable[[ProducerEvents], ProducerTransport]:
         def factory(events: ProducerEvents) -> ProducerTransport:
@@ -100,10 +228,19 @@ class Client(AsyncClosing):
         return factory
 
     async def close(self) -> None:
-        """Close every producer (flushing them), then every connection."""
+        """Close every consumer and producer (flushing them), then every connection."""
         if self._closed:
             return
         self._closed = True
+        consumers = list(self._consumers)
+        await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)
         producers = list(self._producers)
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()
+
+
+async def _close_member(member: PartitionProducer | PartitionConsumer) -> None:
+    if isinstance(member, PartitionProducer):
+        await member.close(0)
+    else:
+        await member.close()

@@ -120,6 +120,10 @@ class SendTimeoutError(MsgClientError, TimeoutError):
     """A message was not confirmed by the broker within ``send_timeout``."""
 
 
+class ReceiveTimeoutError(MsgClientError, TimeoutError):
+    """No message arrived within the receive timeout."""
+
+
 class ProducerQueueIsFullError(MsgClientError):
     """``max_pending_messages`` are already pending and ``block_if_queue_full`` is off."""
 

@@ -50,9 +50,8 @@ class AcknowledgmentsGroupingTracker:
     Defaults: ``group_time`` 0.1 s (0 sends every ack at once), ``max_group_size`` 1000.
     ``ack`` and ``ack_cumulative`` return a future. With ``ack_receipt_enabled`` it
     completes (or fails) with the awaitable ``send_acks`` returned for the batch, i.e. when
-    the broker confirms; otherwise as soon as the batch is handed to ``send_acks``. (The
-    Java client completes it when the ack is queued; waiting for the write reports a
-    sender's error.) While ``is_connected()`` is false acks stay pending: the consumer calls
+    the broker confirms; otherwise it is done at once, as in the Java client (a failed
+    write is logged). While ``is_connected()`` is false acks stay pending: the consumer calls
     ``flush`` once it has reconnected.
     """
 
@@ -89,6 +88,8 @@ class AcknowledgmentsGroupingTracker:
         self._receipts_in_flight: set[asyncio.Future[None]] = set()  # keeps tasks alive
         self._timer: Cancellable | None = None
         self._closed = False
+        self._done: asyncio.Future[None] = self._loop.create_future()
+        self._done.set_result(None)
         self.batches_sent = 0
 
     def is_duplicate(self, message_id: MessageId) -> bool:
@@ -99,12 +100,12 @@ class AcknowledgmentsGroupingTracker:
         return message_id in self._individual
 
     def ack(self, message_id: MessageId) -> asyncio.Future[None]:
-        future = self._loop.create_future()
+        future = self._future()
         if self._closed:
-            _fail([future], AlreadyClosedError("the consumer is closed"))
-            return future
+            return self._closed_future()
         self._individual.add(message_id)
-        self._waiting.append(future)
+        if future is not self._done:
+            self._waiting.append(future)
         if len(self._individual) >= self._max_group_size:
             self.flush()
         else:
@@ -112,19 +113,28 @@ class AcknowledgmentsGroupingTracker:
         return future
 
     def ack_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:
-        future = self._loop.create_future()
         if self._closed:
-            _fail([future], AlreadyClosedError("the consumer is closed"))
-            return future
+            return self._closed_future()
         last = self._last_cumulative
         if last is None or message_id > last:
             self._last_cumulative = message_id
             self._cumulative_pending = True
         elif not self._cumulative_pending:
-            future.set_result(None)  # covered by a cumulative ack sent before
-            return future
-        self._waiting.append(future)
+            return self._done  # covered by a cumulative ack sent before
+        future = self._future()
+        if future is not self._done:
+            self._waiting.append(future)
         self._flush_later()
+        return future
+
+    def _future(self) -> asyncio.Future[None]:
+        """With receipts, a future of the broker's confirmation; without, one shared done
+        future, as the Java client completes acks when queued (and acking stays cheap)."""
+        return self._loop.create_future() if self._receipts else self._done
+
+    def _closed_future(self) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = self._loop.create_future()
+        _fail([future], AlreadyClosedError("the consumer is closed"))
         return future
 
     def flush(self) -> None:

@@ -25,7 +25,15 @@ M = TypeVar("M")
 class FlowWindow:
     """The permits of one subscription. ``send_permits(n)`` writes a grant to the broker."""
 
-    __slots__ = ("_earned", "_paused", "_send_permits", "_threshold", "granted", "size")
+    __slots__ = (
+        "_earned",
+        "_paused",
+        "_requested",
+        "_send_permits",
+        "_threshold",
+        "granted",
+        "size",
+    )
 
     def __init__(self, size: int, send_permits: Callable[[int], None]) -> None:
         if size < 0:
@@ -35,6 +43,7 @@ class FlowWindow:
         self._threshold = max(size // 2, 1)
         self._earned = 0  # permits the application freed since the last grant
         self._paused = False
+        self._requested = False  # zero queue: a receive call is waiting for its message
         self.granted = 0  # permits granted on the current connection (for stats)
 
     def connection_opened(self) -> None:
@@ -43,18 +52,23 @@ class FlowWindow:
         self.granted = 0
         if self.size and not self._paused:
             self._grant(self.size)
+        elif self._requested:  # the old connection took the zero queue's request with it
+            self._grant(1)
 
     def message_taken(self) -> None:
         """The application took a message of this window: its permit is free again."""
         if not self.size:
+            self._requested = False
             return
         self._earned += 1
         if self._earned >= self._threshold and not self._paused:
             self._grant(self._earned)
 
     def request_one(self) -> None:
-        """Zero queue: ask the broker for one message (one receive call)."""
-        self._grant(1)
+        """Zero queue: ask the broker for one message, unless a request is outstanding."""
+        if not self._requested:
+            self._requested = True
+            self._grant(1)
 
     def pause(self) -> None:
         """Stop granting permits; messages in flight still arrive."""

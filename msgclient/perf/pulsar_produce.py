@@ -48,7 +48,7 @@ def official_produce(service_url: str, topic: str, count: int, size: int) -> flo
     import pulsar
 
     payload = b"x" * size
-    client = pulsar.Client(service_url, logger=_quiet_logger())
+    client = pulsar.Client(service_url, logger=quiet_logger())
     try:
         producer = client.create_producer(
             topic, block_if_queue_full=True, max_pending_messages=MAX_PENDING, **BATCH_OPTIONS
@@ -65,7 +65,7 @@ def official_produce(service_url: str, topic: str, count: int, size: int) -> flo
     return elapsed
 
 
-def _quiet_logger() -> object:
+def quiet_logger() -> object:
     import logging
 
     logger = logging.getLogger("pulsar-client")

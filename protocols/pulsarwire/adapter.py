@@ -7,13 +7,20 @@ import itertools
 import ssl
 
 from msgclient import __version__
-from msgclient.adapter import ProducerEvents, ProducerTransport, ProtocolBackend
+from msgclient.adapter import (
+    ConsumerEvents,
+    ConsumerTransport,
+    ProducerEvents,
+    ProducerTransport,
+    ProtocolBackend,
+)
 from msgclient.core.connection import open_connection
 from msgclient.core.connection_pool import ConnectionPool
 from msgclient.errors import ConnectError, InvalidConfigurationError, InvalidServiceUrlError
-from msgclient.options import ClientOptions, ProducerOptions
+from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
+from protocols.pulsarwire.consumer import PulsarConsumerTransport
 from protocols.pulsarwire.framing import encode_command
 from protocols.pulsarwire.lookup import PulsarLookupService
 from protocols.pulsarwire.producer import PulsarProducerTransport
@@ -47,9 +54,13 @@ class PulsarBackend(ProtocolBackend):
             self.pool, addresses, self._use_tls, options.max_lookup_redirects
         )
         self._producer_ids = itertools.count()
+        self._consumer_ids = itertools.count()
 
     def new_producer_id(self) -> int:
         return next(self._producer_ids)
+
+    def new_consumer_id(self) -> int:
+        return next(self._consumer_ids)
 
     # -- ProtocolBackend ----------------------------------------------------------------
 
@@ -66,6 +77,16 @@ class PulsarBackend(ProtocolBackend):
         self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
     ) -> ProducerTransport:
         return PulsarProducerTransport(self, topic, partition, options, events)
+
+    def consumer_transport(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        options: ConsumerOptions,
+        events: ConsumerEvents,
+    ) -> ConsumerTransport:
+        return PulsarConsumerTransport(self, topic, partition, subscription, options, events)
 
     async def close(self) -> None:
         await self.pool.close()

@@ -2,7 +2,8 @@
 
 Bytes go through the sans-IO FrameDecoder; each frame is routed by command type: answers
 to requests complete the connection's request futures, receipts go to producers by
-producer id, pings are answered. Everything here runs on the event loop, no awaits.
+producer id, dispatched messages and consumer events to consumers by consumer id, pings
+are answered. Everything here runs on the event loop, no awaits.
 """
 
 from __future__ import annotations
@@ -70,6 +71,20 @@ class ProducerHandler(Protocol):
         """The connection died or the broker closed the producer."""
 
 
+class ConsumerHandler(Protocol):
+    """What a consumer registered on a session receives."""
+
+    def on_message(self, frame: Frame) -> None:
+        """A MESSAGE frame (one ledger entry) for this consumer."""
+
+    def on_closed(self, error: ConnectionClosedError) -> None:
+        """The connection died or the broker closed the consumer."""
+
+    def on_active_consumer_change(self, is_active: bool) -> None: ...
+
+    def on_reached_end_of_topic(self) -> None: ...
+
+
 class PulsarSession:
     """Decodes frames and routes them; one per connection."""
 
@@ -83,6 +98,7 @@ class PulsarSession:
         )
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
         self.producers: dict[int, ProducerHandler] = {}
+        self.consumers: dict[int, ConsumerHandler] = {}
         self._handlers: dict[int, Callable[[Frame], None]] = {
             Type.CONNECTED: self._on_connected,
             Type.PING: self._on_ping,
@@ -95,6 +111,14 @@ class PulsarSession:
             Type.SEND_RECEIPT: self._on_send_receipt,
             Type.SEND_ERROR: self._on_send_error,
             Type.CLOSE_PRODUCER: self._on_close_producer,
+            Type.MESSAGE: self._on_message,
+            Type.CLOSE_CONSUMER: self._on_close_consumer,
+            Type.ACTIVE_CONSUMER_CHANGE: self._on_active_consumer_change,
+            Type.REACHED_END_OF_TOPIC: self._on_reached_end_of_topic,
+            Type.ACK_RESPONSE: self._on_ack_response,
+            Type.GET_LAST_MESSAGE_ID_RESPONSE: lambda f: self._resolve(
+                f.command.getLastMessageIdResponse.request_id, f.command.getLastMessageIdResponse
+            ),
         }
 
     # -- ProtocolSession ----------------------------------------------------------------
@@ -122,6 +146,9 @@ class PulsarSession:
         producers, self.producers = self.producers, {}
         for producer in producers.values():
             producer.on_closed(error)
+        consumers, self.consumers = self.consumers, {}
+        for consumer in consumers.values():
+            consumer.on_closed(error)
 
     # -- requests -----------------------------------------------------------------------
 
@@ -199,6 +226,42 @@ class PulsarSession:
                     f"{self.connection.address} closed producer {close.producer_id}"
                 )
             )
+
+    def _on_message(self, frame: Frame) -> None:
+        # The consume hot path: one dict lookup, no logging.
+        consumer = self.consumers.get(frame.command.message.consumer_id)
+        if consumer is not None:
+            consumer.on_message(frame)
+
+    def _on_close_consumer(self, frame: Frame) -> None:
+        close = frame.command.close_consumer
+        consumer = self.consumers.pop(close.consumer_id, None)
+        if consumer is not None:
+            consumer.on_closed(
+                ConnectionClosedError(
+                    f"{self.connection.address} closed consumer {close.consumer_id}"
+                )
+            )
+
+    def _on_active_consumer_change(self, frame: Frame) -> None:
+        change = frame.command.active_consumer_change
+        consumer = self.consumers.get(change.consumer_id)
+        if consumer is not None:
+            consumer.on_active_consumer_change(change.is_active)
+
+    def _on_reached_end_of_topic(self, frame: Frame) -> None:
+        consumer = self.consumers.get(frame.command.reachedEndOfTopic.consumer_id)
+        if consumer is not None:
+            consumer.on_reached_end_of_topic()
+
+    def _on_ack_response(self, frame: Frame) -> None:
+        response = frame.command.ackResponse
+        if response.HasField("error"):
+            self.connection.reject(
+                response.request_id, broker_error(response.error, response.message)
+            )
+        else:
+            self._resolve(response.request_id, response)
 
 
 def _ignore(_: Frame) -> None:

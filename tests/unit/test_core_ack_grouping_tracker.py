@@ -80,7 +80,7 @@ def make_tracker(
 
 async def test_acks_wait_for_the_group_time_then_go_as_one_batch(clock: FakeScheduler) -> None:
     sender = Sender()
-    tracker = make_tracker(sender, clock)
+    tracker = make_tracker(sender, clock, receipts=True)
     futures = [tracker.ack(message_id) for message_id in ids(3, 1, 2)]
     clock.advance(GROUP_TIME - 0.001)
     assert sender.batches == []
@@ -89,6 +89,18 @@ async def test_acks_wait_for_the_group_time_then_go_as_one_batch(clock: FakeSche
     assert sender.batches == [AckBatch(ids(1, 2, 3), None)]  # in id order
     assert all(future.done() and future.result() is None for future in futures)
     assert clock.armed == 0  # nothing pending, no timer
+
+
+async def test_without_receipts_an_ack_is_done_at_once(clock: FakeScheduler) -> None:
+    # As the Java client: the future does not wait for the group time (an application
+    # awaiting each ack would otherwise get one ack per group time).
+    sender = Sender()
+    tracker = make_tracker(sender, clock)
+    assert tracker.ack(EntryId(1, 1)).done()
+    assert tracker.ack_cumulative(EntryId(1, 2)).done()
+    assert sender.batches == []  # still grouped
+    clock.advance(GROUP_TIME)
+    assert sender.batches == [AckBatch((EntryId(1, 1),), EntryId(1, 2))]
 
 
 async def test_10k_acks_go_out_in_10_batches(clock: FakeScheduler) -> None:
@@ -215,7 +227,7 @@ async def test_a_sender_error_fails_the_batch(clock: FakeScheduler) -> None:
     def refuse(batch: AckBatch) -> None:
         raise ConnectionClosedError("write failed")
 
-    tracker = AcknowledgmentsGroupingTracker(refuse, scheduler=clock)
+    tracker = AcknowledgmentsGroupingTracker(refuse, ack_receipt_enabled=True, scheduler=clock)
     future = tracker.ack(EntryId(1, 1))
     tracker.flush()
     with pytest.raises(ConnectionClosedError):
@@ -244,7 +256,7 @@ async def test_acks_wait_while_disconnected_and_go_after_the_reconnect(
 async def test_close_while_disconnected_fails_the_unsent_acks(clock: FakeScheduler) -> None:
     sender = Sender()
     sender.connected = False
-    tracker = make_tracker(sender, clock)
+    tracker = make_tracker(sender, clock, receipts=True)
     future = tracker.ack(EntryId(1, 1))
     tracker.close()
     with pytest.raises(AlreadyClosedError):

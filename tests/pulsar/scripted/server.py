@@ -1,10 +1,13 @@
 """A scripted Pulsar server for tests: real sockets, the real frame codec, scripted answers.
 
 It behaves as a healthy one-broker cluster by default (CONNECTED, partition metadata,
-LOOKUP -> Connect to itself, PRODUCER_SUCCESS, a SEND_RECEIPT for every SEND) and records
-every frame it receives. A test replaces the handler of a command type to script another
-answer, a misbehaviour (garbage, a bad checksum, a truncated frame, an oversized frame
-header, CLOSE_PRODUCER) or silence::
+LOOKUP -> Connect to itself, PRODUCER_SUCCESS, a SEND_RECEIPT for every SEND; SUCCESS to
+SUBSCRIBE, SEEK, UNSUBSCRIBE and the closes, ACK_RESPONSE to an ACK with a request id,
+``last_message_id`` to GET_LAST_MESSAGE_ID) and records every frame it receives. Tests
+push dispatches and consumer events with ``consumer_connection(id).write(...)``. A test
+replaces the handler of a command type to script another answer, a misbehaviour
+(garbage, a bad checksum, a truncated frame, an oversized frame header, CLOSE_PRODUCER)
+or silence::
 
     server.handlers[Type.LOOKUP] = lambda conn, cmd: conn.send(
         lookup_redirect(cmd.lookupTopic.request_id, other.url, authoritative=True)
@@ -74,7 +77,7 @@ def lookup_redirect(request_id: int, url: str, *, authoritative: bool) -> pb.Bas
     )
 
 
-def lookup_failed(request_id: int, error: pb.ServerError, message: str) -> pb.BaseCommand:
+def lookup_failed(request_id: int, error: pb.ServerError.ValueType, message: str) -> pb.BaseCommand:
     return pb.BaseCommand(
         type=Type.LOOKUP_RESPONSE,
         lookupTopicResponse=pb.CommandLookupTopicResponse(
@@ -118,7 +121,7 @@ def send_receipt(send: pb.CommandSend, ledger_id: int, entry_id: int) -> pb.Base
     return pb.BaseCommand(type=Type.SEND_RECEIPT, send_receipt=receipt)
 
 
-def error(request_id: int, code: pb.ServerError, message: str) -> pb.BaseCommand:
+def error(request_id: int, code: pb.ServerError.ValueType, message: str) -> pb.BaseCommand:
     return pb.BaseCommand(
         type=Type.ERROR,
         error=pb.CommandError(request_id=request_id, error=code, message=message),
@@ -134,6 +137,83 @@ def close_producer(producer_id: int, request_id: int = 0) -> pb.BaseCommand:
         type=Type.CLOSE_PRODUCER,
         close_producer=pb.CommandCloseProducer(producer_id=producer_id, request_id=request_id),
     )
+
+
+def close_consumer(consumer_id: int, request_id: int = 0) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.CLOSE_CONSUMER,
+        close_consumer=pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=request_id),
+    )
+
+
+def active_consumer_change(consumer_id: int, is_active: bool) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.ACTIVE_CONSUMER_CHANGE,
+        active_consumer_change=pb.CommandActiveConsumerChange(
+            consumer_id=consumer_id, is_active=is_active
+        ),
+    )
+
+
+def reached_end_of_topic(consumer_id: int) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.REACHED_END_OF_TOPIC,
+        reachedEndOfTopic=pb.CommandReachedEndOfTopic(consumer_id=consumer_id),
+    )
+
+
+def ack_response(
+    consumer_id: int,
+    request_id: int,
+    code: pb.ServerError.ValueType | None = None,
+    message: str = "",
+) -> pb.BaseCommand:
+    response = pb.CommandAckResponse(consumer_id=consumer_id, request_id=request_id)
+    if code is not None:
+        response.error = code
+        response.message = message
+    return pb.BaseCommand(type=Type.ACK_RESPONSE, ackResponse=response)
+
+
+def last_message_id_response(request_id: int, last: pb.MessageIdData) -> pb.BaseCommand:
+    return pb.BaseCommand(
+        type=Type.GET_LAST_MESSAGE_ID_RESPONSE,
+        getLastMessageIdResponse=pb.CommandGetLastMessageIdResponse(
+            request_id=request_id, last_message_id=last
+        ),
+    )
+
+
+def message_frame(
+    consumer_id: int,
+    ledger_id: int,
+    entry_id: int,
+    values: list[bytes],
+    *,
+    batched: bool = False,
+    ack_set: list[int] | None = None,
+    redelivery_count: int = 0,
+) -> bytes:
+    """A MESSAGE frame dispatching one entry: one message (``values`` of one), or a batch."""
+    command = pb.BaseCommand(
+        type=Type.MESSAGE,
+        message=pb.CommandMessage(
+            consumer_id=consumer_id,
+            message_id=pb.MessageIdData(ledgerId=ledger_id, entryId=entry_id),
+            redelivery_count=redelivery_count,
+            ack_set=ack_set or [],
+        ),
+    )
+    metadata = pb.MessageMetadata(producer_name="scripted", sequence_id=0, publish_time=1)
+    if not batched:
+        (payload,) = values
+        return encode_payload_command(command, metadata.SerializeToString(), payload)
+    metadata.num_messages_in_batch = len(values)
+    records = []
+    for value in values:
+        single = pb.SingleMessageMetadata(payload_size=len(value)).SerializeToString()
+        records.append(struct.pack(">I", len(single)) + single + value)
+    return encode_payload_command(command, metadata.SerializeToString(), b"".join(records))
 
 
 # -- misbehaviours: bytes no broker should send -------------------------------------------
@@ -206,6 +286,7 @@ class ScriptedPulsarServer:
         self.ssl_context = ssl_context
         self.partitions = 0  # what PARTITIONED_METADATA answers
         self.last_sequence_id = -1  # what PRODUCER_SUCCESS answers
+        self.last_message_id = pb.MessageIdData(ledgerId=1, entryId=0)  # GET_LAST_MESSAGE_ID
         self.received: list[Received] = []
         self.connections: list[ServerConnection] = []
         self.handlers: dict[int, Handler] = {
@@ -219,6 +300,16 @@ class ScriptedPulsarServer:
             Type.SEND: self.answer_send,
             Type.CLOSE_PRODUCER: lambda conn, cmd: conn.send(
                 success(cmd.close_producer.request_id)
+            ),
+            Type.SUBSCRIBE: lambda conn, cmd: conn.send(success(cmd.subscribe.request_id)),
+            Type.ACK: self.answer_ack,
+            Type.SEEK: lambda conn, cmd: conn.send(success(cmd.seek.request_id)),
+            Type.UNSUBSCRIBE: lambda conn, cmd: conn.send(success(cmd.unsubscribe.request_id)),
+            Type.CLOSE_CONSUMER: lambda conn, cmd: conn.send(
+                success(cmd.close_consumer.request_id)
+            ),
+            Type.GET_LAST_MESSAGE_ID: lambda conn, cmd: conn.send(
+                last_message_id_response(cmd.getLastMessageId.request_id, self.last_message_id)
             ),
         }
         self._entry_ids = itertools.count()
@@ -257,6 +348,15 @@ class ScriptedPulsarServer:
     def commands(self, type_: int) -> list[Received]:
         return [r for r in self.received if r.command.type == type_]
 
+    def consumer_connection(self, consumer_id: int) -> ServerConnection:
+        """The connection of the latest SUBSCRIBE of ``consumer_id``: where to dispatch."""
+        (*_, last) = (
+            r
+            for r in self.commands(Type.SUBSCRIBE)
+            if r.command.subscribe.consumer_id == consumer_id
+        )
+        return last.connection
+
     async def wait_for(self, type_: int, count: int = 1) -> list[Received]:
         """Wait until ``count`` frames of ``type_`` arrived; return all of that type."""
         async with asyncio.timeout(WAIT):
@@ -284,6 +384,11 @@ class ScriptedPulsarServer:
 
     def answer_send(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
         conn.send(send_receipt(command.send, ledger_id=1, entry_id=next(self._entry_ids)))
+
+    def answer_ack(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        ack = command.ack
+        if ack.HasField("request_id"):  # the client asked for a receipt
+            conn.send(ack_response(ack.consumer_id, ack.request_id))
 
     # -- serving ------------------------------------------------------------------------
 

@@ -1,0 +1,219 @@
+"""Consumer: the public async consumer over one or many topics and partitions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from msgclient.closing import AsyncClosing
+from msgclient.core.dead_letters import RECONSUME_TIMES
+from msgclient.core.partition_consumer import PartitionConsumer
+from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.errors import AlreadyClosedError, InvalidConfigurationError, ReceiveTimeoutError
+from msgclient.message import Message, MessageId
+from msgclient.options import ConsumerOptions
+
+
+@attrs.frozen
+class ConsumerStats:
+    """A snapshot of a consumer's counters."""
+
+    received: int  # messages that arrived from the broker (duplicates included)
+    acknowledged: int
+    negatively_acknowledged: int
+    permits_granted: int  # on the current connections
+    queue_depth: int  # messages waiting for receive()
+
+
+class Consumer(AsyncClosing):
+    """Receives messages of a subscription; build it with ``Client.subscribe``.
+
+    ``acknowledge`` and ``acknowledge_cumulative`` return a future: with
+    ``ack_receipt_enabled`` it completes when the broker confirms; without, once the ack
+    is sent (awaiting it is optional).
+    """
+
+    def __init__(
+        self,
+        topics: list[str],
+        subscription_name: str,
+        options: ConsumerOptions,
+        partitions: list[PartitionConsumer],
+        queue: ReceiveQueue[Message],
+        on_closed: Callable[[Consumer], None],
+    ) -> None:
+        self.topics = topics
+        self.subscription_name = subscription_name
+        self._options = options
+        self._partitions = partitions
+        self._by_topic = {p.topic: p for p in partitions}
+        self._queue = queue
+        self._on_closed = on_closed
+        self._zero_queue = options.receiver_queue_size == 0
+        self._closed = False
+
+    @property
+    def topic(self) -> str:
+        return self.topics[0]
+
+    @property
+    def stats(self) -> ConsumerStats:
+        return ConsumerStats(
+            received=sum(p.received for p in self._partitions),
+            acknowledged=sum(p.acknowledged for p in self._partitions),
+            negatively_acknowledged=sum(p.negatively_acknowledged for p in self._partitions),
+            permits_granted=sum(p.window.granted for p in self._partitions),
+            queue_depth=len(self._queue),
+        )
+
+    @property
+    def is_active(self) -> bool | None:
+        """Failover: whether this consumer is the active one (None until the broker says)."""
+        return self._partitions[0].is_active
+
+    # -- receiving ----------------------------------------------------------------------
+
+    async def receive(self, timeout_millis: int | None = None) -> Message:
+        """The next message; ReceiveTimeoutError if none arrives within the timeout."""
+        if self._closed:
+            raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
+        message = self._queue.get_nowait()
+        if message is None:
+            if self._zero_queue:
+                self._partitions[0].window.request_one()
+            try:
+                message = await self._queue.get(
+                    None if timeout_millis is None else timeout_millis / 1000
+                )
+            except TimeoutError:
+                raise ReceiveTimeoutError(
+                    f"no message within {timeout_millis} ms on {self.subscription_name}"
+                ) from None
+        self._by_topic[message.topic_name()].delivered(message)
+        return message
+
+    def __aiter__(self) -> Consumer:
+        return self
+
+    async def __anext__(self) -> Message:
+        return await self.receive()
+
+    async def batch_receive(self) -> list[Message]:
+        """Messages as ``batch_receive_policy`` says: up to its message and byte limits,
+        waiting at most its timeout for the first and any further ones."""
+        policy = self._options.batch_receive_policy
+        max_messages = policy.max_num_messages if policy.max_num_messages > 0 else None
+        max_bytes = policy.max_num_bytes if policy.max_num_bytes > 0 else None
+        messages: list[Message] = []
+        size = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + policy.timeout_ms / 1000 if policy.timeout_ms else None
+        while max_messages is None or len(messages) < max_messages:
+            message = self._queue.get_nowait()
+            if message is None:
+                if deadline is None and messages:
+                    break  # no timeout: return what is there
+                remaining = None if deadline is None else deadline - loop.time()
+                if remaining is not None and remaining <= 0:
+                    break
+                try:
+                    message = await self._queue.get(remaining)
+                except TimeoutError:
+                    break
+            self._by_topic[message.topic_name()].delivered(message)
+            messages.append(message)
+            size += len(message.data())
+            if max_bytes is not None and size >= max_bytes:
+                break
+        return messages
+
+    # -- acknowledging ------------------------------------------------------------------
+
+    def acknowledge(self, message: Message | MessageId) -> asyncio.Future[None]:
+        partition, message_id = self._locate(message)
+        return partition.acknowledge(message_id)
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> asyncio.Future[None]:
+        """Acknowledge every message up to and including this one (not on Shared)."""
+        partition, message_id = self._locate(message)
+        return partition.acknowledge_cumulative(message_id)
+
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Have the message redelivered after ``negative_ack_redelivery_delay_ms``."""
+        partition, message_id = self._locate(message)
+        count = message.redelivery_count() if isinstance(message, Message) else 0
+        partition.negative_acknowledge(message_id, count)
+
+    async def reconsume_later(
+        self,
+        message: Message,
+        delay_ms: int,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Send the message to the retry topic (``DeadLetterPolicy.retry_letter_topic``),
+        then acknowledge it here; after ``max_redeliver_count`` retries it goes to the
+        dead-letter topic instead."""
+        dead_letters = self._by_topic[message.topic_name()].dead_letters
+        if dead_letters is None:
+            raise InvalidConfigurationError(
+                "reconsume_later needs a dead_letter_policy (it names the retry topic)"
+            )
+        times = int(message.properties().get(RECONSUME_TIMES, "0"))
+        if times >= dead_letters.max_redeliver_count:
+            await dead_letters.send_to_dead_letter(message)
+        else:
+            await dead_letters.send_to_retry(message, delay_ms, properties)
+        await self.acknowledge(message)
+
+    # -- position and lifecycle ---------------------------------------------------------
+
+    async def seek(self, position: MessageId | int) -> None:
+        """Move the subscription to a message id, or a publish time (ms since the epoch)."""
+        await asyncio.gather(*(p.seek(position) for p in self._partitions))
+
+    async def get_last_message_id(self) -> MessageId | None:
+        """The last message id of the (single) topic partition; None if it is empty."""
+        return await self._partitions[0].get_last_message_id()
+
+    def pause_message_listener(self) -> None:
+        """Stop asking the broker for more messages (those in flight still arrive)."""
+        for partition in self._partitions:
+            partition.pause()
+
+    def resume_message_listener(self) -> None:
+        for partition in self._partitions:
+            partition.resume()
+
+    async def unsubscribe(self) -> None:
+        """Delete the subscription on the broker and close this consumer."""
+        self._closed = True
+        try:
+            await asyncio.gather(*(p.unsubscribe() for p in self._partitions))
+        finally:
+            self._on_closed(self)
+
+    async def close(self) -> None:
+        """Send pending acks, then close; the broker redelivers what was not acknowledged."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await asyncio.gather(*(p.close() for p in self._partitions))
+        finally:
+            self._on_closed(self)
+
+    def _locate(self, message: Message | MessageId) -> tuple[PartitionConsumer, MessageId]:
+        if isinstance(message, Message):
+            return self._by_topic[message.topic_name()], message.message_id()
+        if len(self._partitions) == 1:
+            return self._partitions[0], message
+        partition = getattr(message, "partition", -1)
+        matches = [p for p in self._partitions if p.partition_index == partition]
+        if len(matches) != 1:
+            raise InvalidConfigurationError(
+                "on a multi-topic consumer, acknowledge the Message itself: "
+                "a message id does not name its topic"
+            )
+        return matches[0], message

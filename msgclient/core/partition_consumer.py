@@ -1,0 +1,232 @@
+"""PartitionConsumer: one subscription on one topic partition (the Java client's ConsumerImpl).
+
+It owns the flow window, the ack-grouping, negative-ack and ack-timeout trackers, and
+survives reconnects: on a new connection the window starts over, the messages the old one
+had queued are dropped (the broker redelivers whatever was not acknowledged) and acks still
+pending go out. Its messages land in the consumer's shared ReceiveQueue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from msgclient.adapter import ConsumerEvents, ConsumerTransport
+from msgclient.core.ack_grouping_tracker import AcknowledgmentsGroupingTracker
+from msgclient.core.backoff import Backoff
+from msgclient.core.dead_letters import DeadLetterRouter
+from msgclient.core.negative_acks_tracker import NegativeAcksTracker
+from msgclient.core.receive_queue import FlowWindow, ReceiveQueue
+from msgclient.core.registration import reconnect, register_with_retry
+from msgclient.core.unacked_tracker import UnAckedMessageTracker
+from msgclient.errors import MsgClientError
+from msgclient.message import Message, MessageId
+from msgclient.options import ConsumerOptions
+
+log = logging.getLogger(__name__)
+
+
+class PartitionConsumer(ConsumerEvents):
+    """Create with ``start``; the first subscription must succeed within the timeout."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition_index: int,
+        options: ConsumerOptions,
+        queue: ReceiveQueue[Message],
+        window_size: int,
+        transport_factory: Callable[[ConsumerEvents], ConsumerTransport],
+        backoff: Backoff,
+        dead_letters: DeadLetterRouter | None,
+    ) -> None:
+        self.topic = topic
+        self.partition_index = partition_index  # -1: not a partition
+        self._options = options
+        self._queue = queue
+        self._transport = transport_factory(self)
+        self._backoff = backoff
+        self.dead_letters = self._dead_letters = dead_letters
+        self.window = FlowWindow(window_size, self._flow)
+        self._connected = False
+        self._closed = False
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._acks = AcknowledgmentsGroupingTracker(
+            self._transport.acknowledge,
+            group_time=options.acknowledgment_group_time_ms / 1000,
+            max_group_size=options.max_acknowledgment_group_size,
+            ack_receipt_enabled=options.ack_receipt_enabled,
+            is_connected=self._is_connected,
+        )
+        self._nacks = NegativeAcksTracker(
+            self._redeliver,
+            options.negative_ack_redelivery_delay_ms / 1000,
+            options.negative_ack_redelivery_backoff,
+        )
+        self._unacked: UnAckedMessageTracker | None = None
+        if options.unacked_messages_timeout_ms:
+            self._unacked = UnAckedMessageTracker(
+                self._redeliver,
+                options.unacked_messages_timeout_ms / 1000,
+                options.tick_duration_ms / 1000,
+            )
+        # Delivered at least max_redeliver_count times: the next redelivery is the DLQ.
+        self._last_chance: dict[MessageId, Message] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self.received = 0
+        self.acknowledged = 0
+        self.negatively_acknowledged = 0
+        self.is_active: bool | None = None  # Failover: known once the broker says
+        self.reached_end_of_topic = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self, timeout: float) -> None:
+        await register_with_retry(
+            self._transport.connect, self._backoff, timeout, f"consumer on {self.topic}"
+        )
+        self._on_connected()
+
+    def _on_connected(self) -> None:
+        self._connected = True
+        self.window.connection_opened()
+        self._acks.flush()  # acks made while disconnected
+
+    def on_disconnected(self, error: Exception) -> None:
+        if not self._connected or self._closed:
+            return
+        log.info("consumer on %s disconnected (%s): resubscribing", self.topic, error)
+        self._connected = False
+        dropped = self._queue.remove_window(self.window)  # the broker redelivers them
+        if dropped:
+            log.debug("%s: dropped %d queued messages until redelivery", self.topic, dropped)
+        if self._unacked is not None:
+            self._unacked.clear()
+        self._reconnect_task = asyncio.ensure_future(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        what = f"consumer on {self.topic}"
+        outcome = await reconnect(self._transport.connect, self._backoff, self._is_closed, what)
+        if isinstance(outcome, MsgClientError):
+            self._closed = True  # refused for good (e.g. the subscription was deleted)
+        elif not self._closed:
+            self._on_connected()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
+        self._acks.close()
+        self._nacks.close()
+        if self._unacked is not None:
+            self._unacked.close()
+        for task in list(self._background):
+            await asyncio.wait([task], timeout=5)
+        self._queue.remove_window(self.window)
+        self._connected = False
+        await self._transport.close()
+
+    async def unsubscribe(self) -> None:
+        await self._transport.unsubscribe()
+        await self.close()
+
+    async def seek(self, position: MessageId | int) -> None:
+        await self._transport.seek(position)
+        # What was queued is from before the new position; so are pending cumulative acks.
+        self._queue.remove_window(self.window)
+        self._acks.flush_and_clean()
+
+    async def get_last_message_id(self) -> MessageId | None:
+        return await self._transport.get_last_message_id()
+
+    def pause(self) -> None:
+        self.window.pause()
+
+    def resume(self) -> None:
+        self.window.resume()
+
+    # -- events from the transport ------------------------------------------------------
+
+    def on_messages(self, messages: list[Message]) -> None:
+        queue, window, acks = self._queue, self.window, self._acks
+        for message in messages:
+            self.received += 1
+            message_id = message.message_id()
+            if acks.is_duplicate(message_id):
+                window.message_taken()  # never shown to the application: its permit is free
+                continue
+            if self._dead_letters is not None and self._dead_letters.is_dead(message):
+                self._last_chance[message_id] = message
+            queue.put(message, window)
+
+    def on_active_consumer_change(self, is_active: bool) -> None:
+        self.is_active = is_active
+
+    def on_reached_end_of_topic(self) -> None:
+        self.reached_end_of_topic = True
+
+    # -- acknowledgments ----------------------------------------------------------------
+
+    def delivered(self, message: Message) -> None:
+        """The application took ``message``: the ack timeout starts."""
+        if self._unacked is not None:
+            self._unacked.add(message.message_id(), message.redelivery_count())
+
+    def acknowledge(self, message_id: MessageId) -> asyncio.Future[None]:
+        self.acknowledged += 1
+        if self._unacked is not None:
+            self._unacked.remove(message_id)
+        self._last_chance.pop(message_id, None)
+        return self._acks.ack(message_id)
+
+    def acknowledge_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:
+        self.acknowledged += 1
+        if self._unacked is not None:
+            self._unacked.remove_until(message_id)
+        return self._acks.ack_cumulative(message_id)
+
+    def negative_acknowledge(self, message_id: MessageId, redelivery_count: int) -> None:
+        self.negatively_acknowledged += 1
+        if self._unacked is not None:
+            self._unacked.remove(message_id)
+        self._nacks.add(message_id, redelivery_count)
+
+    def _redeliver(self, message_ids: list[MessageId]) -> None:
+        """Negative acks and ack timeouts come due: ask the broker to send them again, or
+        send those that used up their redeliveries to the dead-letter topic."""
+        if self._last_chance:
+            dead = [self._last_chance.pop(i) for i in message_ids if i in self._last_chance]
+            if dead:
+                message_ids = [i for i in message_ids if i not in {m.message_id() for m in dead}]
+                task = asyncio.ensure_future(self._send_to_dead_letter(dead))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+        if message_ids and self._connected:
+            self._transport.redeliver(message_ids)
+
+    async def _send_to_dead_letter(self, messages: list[Message]) -> None:
+        assert self._dead_letters is not None
+        for message in messages:
+            try:
+                await self._dead_letters.send_to_dead_letter(message)
+            except MsgClientError as error:
+                log.warning("%s: dead-letter send failed (%s): redelivering", self.topic, error)
+                if self._connected:
+                    self._transport.redeliver([message.message_id()])
+                continue
+            self.acknowledge(message.message_id())
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _flow(self, permits: int) -> None:
+        if self._connected:
+            self._transport.flow(permits)
+
+    def _is_connected(self) -> bool:
+        return self._connected
+
+    def _is_closed(self) -> bool:
+        return self._closed

@@ -1,0 +1,100 @@
+"""End-to-end latency on Pulsar at a fixed rate: publish to receive, per message.
+
+Each client produces ``rate`` messages per second for ``seconds`` to a fresh topic and
+consumes them itself; every payload carries its send time, and the receiver records
+``now - sent``. Both use batching with a 1 ms delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import threading
+import time
+
+import msgclient
+from msgclient.perf.pulsar_produce import BATCH_OPTIONS, quiet_logger
+
+_STAMP = struct.Struct(">d")
+TICK = 0.001  # the producer sends rate * TICK messages per millisecond
+
+
+def _payload(size: int) -> bytes:
+    return _STAMP.pack(time.perf_counter()) + b"x" * max(0, size - _STAMP.size)
+
+
+def _latency(data: bytes) -> float:
+    sent: float = _STAMP.unpack_from(data)[0]
+    return time.perf_counter() - sent
+
+
+async def _msgclient_latency(
+    url: str, topic: str, rate: int, seconds: float, size: int
+) -> list[float]:
+    count = int(rate * seconds)
+    latencies: list[float] = []
+    async with msgclient.Client(url) as client:
+        consumer = await client.subscribe(
+            topic, "latency", consumer_type=msgclient.ConsumerType.Shared
+        )
+        producer = await client.create_producer(topic, **BATCH_OPTIONS)
+
+        async def consume() -> None:
+            while len(latencies) < count:
+                message = await consumer.receive(10_000)
+                latencies.append(_latency(message.data()))
+                consumer.acknowledge(message)
+
+        receiver = asyncio.ensure_future(consume())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for i in range(count):
+            due = start + i / rate
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
+            await producer.send_async(_payload(size))
+        await asyncio.wait_for(receiver, 30)
+        await producer.close()
+        await consumer.close()
+    return latencies
+
+
+def msgclient_latency(url: str, topic: str, rate: int, seconds: float, size: int) -> list[float]:
+    return asyncio.run(_msgclient_latency(url, topic, rate, seconds, size))
+
+
+def official_latency(url: str, topic: str, rate: int, seconds: float, size: int) -> list[float]:
+    import pulsar
+
+    count = int(rate * seconds)
+    latencies: list[float] = []
+    client = pulsar.Client(url, logger=quiet_logger())
+    try:
+        consumer = client.subscribe(topic, "latency", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer(topic, block_if_queue_full=True, **BATCH_OPTIONS)
+
+        def consume() -> None:
+            while len(latencies) < count:
+                message = consumer.receive(10_000)
+                latencies.append(_latency(message.data()))
+                consumer.acknowledge(message)
+
+        receiver = threading.Thread(target=consume, daemon=True)
+        receiver.start()
+        start = time.perf_counter()
+        for i in range(count):
+            due = start + i / rate
+            if due > time.perf_counter():
+                time.sleep(due - time.perf_counter())
+            producer.send_async(_payload(size), None)
+        receiver.join(30)
+        producer.close()
+        consumer.close()
+    finally:
+        client.close()
+    return latencies
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]

@@ -1,0 +1,59 @@
+"""Reader: read a topic from a position, without a durable subscription."""
+
+from __future__ import annotations
+
+from msgclient.closing import AsyncClosing
+from msgclient.consumer import Consumer
+from msgclient.message import Message, MessageId
+from msgclient.options import InitialPosition
+
+
+class Reader(AsyncClosing):
+    """Reads messages in order from where ``Client.create_reader`` started it.
+
+    It runs on an exclusive, non-durable subscription of its own, so it needs no
+    acknowledgments and leaves nothing behind on the broker when closed.
+    """
+
+    def __init__(self, consumer: Consumer, start: MessageId | InitialPosition) -> None:
+        self._consumer = consumer
+        self._start = start
+        self._last_read: MessageId | None = None
+
+    @property
+    def topic(self) -> str:
+        return self._consumer.topic
+
+    async def read_next(self, timeout_millis: int | None = None) -> Message:
+        """The next message; ReceiveTimeoutError if none arrives within the timeout."""
+        message = await self._consumer.receive(timeout_millis)
+        self._last_read = message.message_id()
+        return message
+
+    def __aiter__(self) -> Reader:
+        return self
+
+    async def __anext__(self) -> Message:
+        return await self.read_next()
+
+    async def has_message_available(self) -> bool:
+        """Whether a ``read_next`` would find a message now (asks the broker when the local
+        queue is empty)."""
+        if self._consumer.stats.queue_depth:
+            return True
+        last = await self._consumer.get_last_message_id()
+        if last is None:
+            return False
+        if self._last_read is not None:
+            return last > self._last_read
+        if isinstance(self._start, MessageId):
+            return last > self._start
+        return self._start is InitialPosition.Earliest
+
+    async def seek(self, position: MessageId | int) -> None:
+        """Read on from a message id, or a publish time (ms since the epoch)."""
+        await self._consumer.seek(position)
+        self._last_read = None
+
+    async def close(self) -> None:
+        await self._consumer.close()

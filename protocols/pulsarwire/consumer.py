@@ -1,0 +1,388 @@
+"""PulsarConsumerTransport: subscribes a consumer on its broker and speaks its commands."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, cast
+
+from msgclient.adapter import ConsumerEvents, ConsumerTransport
+from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.errors import (
+    BrokerError,
+    ConnectionClosedError,
+    InvalidConfigurationError,
+    MalformedFrameError,
+    OperationTimeoutError,
+    ProtocolError,
+)
+from msgclient.message import Message, MessageId
+from msgclient.options import ConsumerOptions, ConsumerType, InitialPosition, SubscriptionMode
+from protocols.pulsarwire.acks import (
+    INDIVIDUAL,
+    BatchAckers,
+    ack_commands,
+    ack_set,
+    redeliver_commands,
+)
+from protocols.pulsarwire.framing import Frame, encode_command
+from protocols.pulsarwire.message_id import EARLIEST, UINT64_MASK, PulsarMessageId
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.pulsarwire.receive_codec import decode_entry
+from protocols.pulsarwire.session import PulsarConnection
+
+if TYPE_CHECKING:
+    from protocols.pulsarwire.adapter import PulsarBackend
+
+log = logging.getLogger(__name__)
+
+Type = pb.BaseCommand.Type
+
+SUB_TYPES = {
+    ConsumerType.Exclusive: pb.CommandSubscribe.Exclusive,
+    ConsumerType.Shared: pb.CommandSubscribe.Shared,
+    ConsumerType.Failover: pb.CommandSubscribe.Failover,
+    ConsumerType.KeyShared: pb.CommandSubscribe.Key_Shared,
+}
+INITIAL_POSITIONS = {
+    InitialPosition.Latest: pb.CommandSubscribe.Latest,
+    InitialPosition.Earliest: pb.CommandSubscribe.Earliest,
+}
+# Only these redeliver single messages; the others redeliver everything unacked, in order.
+REDELIVER_BY_ID = frozenset({ConsumerType.Shared, ConsumerType.KeyShared})
+
+
+class PulsarConsumerTransport(ConsumerTransport):
+    """One consumer id on one topic partition; follows it across connections.
+
+    Non-durable subscriptions (readers) exist only while subscribed, so each subscribe
+    says where to start: first ``options.start_message_id``, after a reconnect the last
+    message dispatched to ``on_messages``, after a seek the seek position. The broker
+    starts at the entry of that id; the messages of that entry before it (and the id
+    itself, unless inclusive) are dropped from the first dispatch, as the Java client's
+    ConsumerImpl does.
+    """
+
+    def __init__(
+        self,
+        backend: PulsarBackend,
+        topic: str,
+        partition: int,
+        subscription: str,
+        options: ConsumerOptions,
+        events: ConsumerEvents,
+    ) -> None:
+        self._backend = backend
+        self._topic = topic
+        self._partition = partition
+        self._subscription = subscription
+        self._options = options
+        self._events = events
+        self.consumer_id = backend.new_consumer_id()
+        # The Java client names unnamed consumers at random: Failover orders them by name.
+        self.consumer_name = options.consumer_name or secrets.token_hex(3)[:5]
+        self._durable = options.subscription_mode is SubscriptionMode.Durable
+        self._connection: PulsarConnection | None = None
+        self._ackers = BatchAckers()
+        self._start = _pulsar_id(options.start_message_id) if options.start_message_id else None
+        self._start_inclusive = options.start_message_id_inclusive
+        self._skip_from: PulsarMessageId | None = None  # armed for the first dispatch
+        self._seeking = False
+
+    # -- ConsumerTransport --------------------------------------------------------------
+
+    async def connect(self) -> None:
+        address = await self._backend.lookup.get_broker(self._topic)
+        connection = await self._backend.pool.get_connection(address.logical, address.physical)
+        session = connection.session
+        request_id = connection.new_request_id()
+        command = pb.BaseCommand(type=Type.SUBSCRIBE, subscribe=self._subscribe(request_id))
+        self._skip_from = None if self._durable else self._start
+        # Registered first: a dispatch may follow the answer in the same packet. Connected
+        # first too, for the writes on_message makes (FLOW, discarding acks).
+        session.consumers[self.consumer_id] = self
+        self._connection = connection
+        try:
+            await session.request(request_id, command)
+        except BaseException as error:
+            session.consumers.pop(self.consumer_id, None)
+            self._connection = None
+            if isinstance(error, ConnectionClosedError):
+                raise ConnectionClosedError(
+                    f"the connection closed while subscribing {self._subscription!r} on "
+                    f"{self._topic} ({error}); a broker may close it to refuse the "
+                    "subscription (pulsar-lite does for a second Exclusive consumer or a "
+                    "subscription type mismatch)"
+                ) from error
+            raise
+        if session.consumers.get(self.consumer_id) is not self or not connection.is_open:
+            # Closed between the answer and now (a CLOSE_CONSUMER in the same packet, or the
+            # connection lost): the subscription is void and the caller must retry.
+            self._connection = None
+            raise ConnectionClosedError(
+                f"{connection.address} closed consumer {self.consumer_id} as it subscribed"
+            )
+
+    def flow(self, permits: int) -> None:
+        if self._connection is not None and permits > 0:
+            flow = pb.CommandFlow(consumer_id=self.consumer_id, messagePermits=permits)
+            self._connection.write(encode_command(pb.BaseCommand(type=Type.FLOW, flow=flow)))
+
+    def acknowledge(self, batch: AckBatch) -> Awaitable[None] | None:
+        connection = self._connection
+        if connection is None:
+            raise ConnectionClosedError(f"{self._topic}: not connected, acknowledgments not sent")
+        commands = ack_commands(
+            self.consumer_id, batch, self._ackers, self._options.batch_index_ack_enabled
+        )
+        if not self._options.ack_receipt_enabled:
+            for ack in commands:
+                connection.write(encode_command(pb.BaseCommand(type=Type.ACK, ack=ack)))
+            return None
+        receipts = []
+        for ack in commands:
+            ack.request_id = connection.new_request_id()
+            command = pb.BaseCommand(type=Type.ACK, ack=ack)
+            receipts.append(connection.session.request(ack.request_id, command))
+        return _all_confirmed(receipts) if receipts else None
+
+    def redeliver(self, message_ids: list[MessageId] | None) -> None:
+        connection = self._connection
+        if connection is None or message_ids == []:
+            return
+        if message_ids is not None and self._options.consumer_type not in REDELIVER_BY_ID:
+            message_ids = None  # the broker keeps order: it redelivers all that is unacked
+        for redeliver in redeliver_commands(self.consumer_id, message_ids):
+            connection.write(
+                encode_command(
+                    pb.BaseCommand(
+                        type=Type.REDELIVER_UNACKNOWLEDGED_MESSAGES,
+                        redeliverUnacknowledgedMessages=redeliver,
+                    )
+                )
+            )
+
+    async def seek(self, position: MessageId | int) -> None:
+        connection = self._require_connection()
+        request_id = connection.new_request_id()
+        seek = pb.CommandSeek(consumer_id=self.consumer_id, request_id=request_id)
+        if isinstance(position, MessageId):
+            target = _pulsar_id(position)
+            seek.message_id.CopyFrom(self._seek_position(target))
+        else:
+            target = EARLIEST  # as the Java client: the broker finds the time, not us
+            seek.message_publish_time = position
+        # Set before the request: a broker closes the consumer while it seeks, and the
+        # resubscription may run before the answer is read.
+        before = self._start, self._start_inclusive
+        self._start, self._start_inclusive = target, self._options.start_message_id_inclusive
+        self._seeking = True
+        try:
+            await connection.session.request(request_id, pb.BaseCommand(type=Type.SEEK, seek=seek))
+        except BaseException:
+            self._start, self._start_inclusive = before
+            raise
+        finally:
+            self._seeking = False
+        self._ackers.clear()  # the entries come again, as if never delivered
+
+    async def get_last_message_id(self) -> MessageId | None:
+        connection = self._require_connection()
+        request_id = connection.new_request_id()
+        command = pb.BaseCommand(
+            type=Type.GET_LAST_MESSAGE_ID,
+            getLastMessageId=pb.CommandGetLastMessageId(
+                consumer_id=self.consumer_id, request_id=request_id
+            ),
+        )
+        answer = await connection.session.request(request_id, command)
+        last = PulsarMessageId.from_proto(
+            cast(pb.CommandGetLastMessageIdResponse, answer).last_message_id
+        )
+        if last.entry_id < 0:  # a ledger with no entry yet: the topic is empty
+            return None
+        return PulsarMessageId(last.ledger_id, last.entry_id, self._partition, last.batch_index)
+
+    async def unsubscribe(self) -> None:
+        connection = self._require_connection()
+        request_id = connection.new_request_id()
+        command = pb.BaseCommand(
+            type=Type.UNSUBSCRIBE,
+            unsubscribe=pb.CommandUnsubscribe(consumer_id=self.consumer_id, request_id=request_id),
+        )
+        await connection.session.request(request_id, command)
+        # The broker dropped the consumer with its subscription: nothing is left to close.
+        connection.session.consumers.pop(self.consumer_id, None)
+        self._connection = None
+        self._ackers.clear()
+
+    def drop_connection(self, reason: str) -> None:
+        if self._connection is not None:
+            self._connection.abort(ConnectionClosedError(f"{self._topic}: {reason}"))
+
+    async def close(self) -> None:
+        self._ackers.clear()
+        connection, self._connection = self._connection, None
+        if connection is None or not connection.is_open:
+            return
+        connection.session.consumers.pop(self.consumer_id, None)
+        request_id = connection.new_request_id()
+        command = pb.BaseCommand(
+            type=Type.CLOSE_CONSUMER,
+            close_consumer=pb.CommandCloseConsumer(
+                consumer_id=self.consumer_id, request_id=request_id
+            ),
+        )
+        # If the connection dies first, the broker drops the consumer with it anyway; a
+        # refusal (an unknown consumer) leaves nothing to close either.
+        with contextlib.suppress(ConnectionClosedError, OperationTimeoutError, BrokerError):
+            await connection.session.request(request_id, command)
+
+    # -- from the session ---------------------------------------------------------------
+
+    def on_message(self, frame: Frame) -> None:
+        try:
+            messages = decode_entry(frame, self._topic, self._partition)
+        except (ProtocolError, InvalidConfigurationError) as error:
+            self._discard(frame, error)
+            return
+        if self._skip_from is not None:
+            if messages:
+                messages = skip_before_start(messages, self._skip_from, self._start_inclusive)
+            self._skip_from = None
+        metadata = frame.metadata
+        assert metadata is not None  # decode_entry checked it
+        count = metadata.num_messages_in_batch  # 1 unless batched (the proto's default)
+        if len(messages) < count:
+            # Dropped here (before the start) or by the broker's ack set: their permits are
+            # spent but the core never sees them, so give them back (ConsumerImpl does too).
+            self.flow(count - len(messages))
+        if not messages:
+            return
+        if metadata.HasField("num_messages_in_batch"):
+            first = cast(PulsarMessageId, messages[0].message_id())
+            if len(messages) == count:
+                indexes = set(range(count))
+            else:
+                indexes = {cast(PulsarMessageId, m.message_id()).batch_index for m in messages}
+            self._ackers.delivered(first.ledger_id, first.entry_id, indexes)
+        if not self._durable and not self._seeking:
+            self._start = cast(PulsarMessageId, messages[-1].message_id())
+            self._start_inclusive = False
+        self._events.on_messages(messages)
+
+    def on_closed(self, error: ConnectionClosedError) -> None:
+        self._connection = None
+        self._events.on_disconnected(error)
+
+    def on_active_consumer_change(self, is_active: bool) -> None:
+        self._events.on_active_consumer_change(is_active)
+
+    def on_reached_end_of_topic(self) -> None:
+        self._events.on_reached_end_of_topic()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _subscribe(self, request_id: int) -> pb.CommandSubscribe:
+        options = self._options
+        subscribe = pb.CommandSubscribe(
+            topic=self._topic,
+            subscription=self._subscription,
+            subType=SUB_TYPES[options.consumer_type],
+            consumer_id=self.consumer_id,
+            request_id=request_id,
+            consumer_name=self.consumer_name,
+            priority_level=options.priority_level,
+            durable=self._durable,
+            initialPosition=INITIAL_POSITIONS[options.initial_position],
+            replicate_subscription_state=options.replicate_subscription_state_enabled,
+            force_topic_creation=True,
+        )
+        if options.properties:
+            subscribe.metadata.extend(
+                pb.KeyValue(key=k, value=v) for k, v in options.properties.items()
+            )
+        # As the Java client: a durable subscription starts where the broker keeps it.
+        if not self._durable and self._start is not None:
+            start = subscribe.start_message_id
+            start.ledgerId = self._start.ledger_id & UINT64_MASK
+            start.entryId = self._start.entry_id & UINT64_MASK
+            if self._start.batch_index >= 0:
+                start.batch_index = self._start.batch_index
+        return subscribe
+
+    def _seek_position(self, target: PulsarMessageId) -> pb.MessageIdData:
+        position = pb.MessageIdData(
+            ledgerId=target.ledger_id & UINT64_MASK, entryId=target.entry_id & UINT64_MASK
+        )
+        if self._options.batch_index_ack_enabled and 0 <= target.batch_index < target.batch_size:
+            # As the Java client: the batch indexes from the target on are still to come.
+            position.ack_set.extend(ack_set(range(target.batch_index, target.batch_size)))
+        return position
+
+    def _require_connection(self) -> PulsarConnection:
+        if self._connection is None:
+            raise ConnectionClosedError(
+                f"consumer {self.consumer_id} on {self._topic}: not connected"
+            )
+        return self._connection
+
+    def _discard(self, frame: Frame, error: Exception) -> None:
+        """An entry that cannot be decoded: skip it and give its permits back."""
+        message_id = frame.command.message.message_id
+        where = f"{self._topic} entry {message_id.ledgerId}:{message_id.entryId}"
+        metadata = frame.metadata
+        self.flow(metadata.num_messages_in_batch if metadata is not None else 1)
+        if isinstance(error, InvalidConfigurationError):
+            # A codec package is missing here: the entry is sound, leave it to the broker.
+            log.error("%s cannot be decoded, left unacknowledged: %s", where, error)
+            return
+        # Corrupt: as the Java client, acknowledge it with the reason, or it would come
+        # back forever.
+        log.error("%s is corrupt, discarded: %s", where, error)
+        reason = (
+            pb.CommandAck.BatchDeSerializeError
+            if isinstance(error, MalformedFrameError)
+            else pb.CommandAck.DecompressionError
+        )
+        ack = pb.CommandAck(
+            consumer_id=self.consumer_id,
+            ack_type=INDIVIDUAL,
+            message_id=[pb.MessageIdData(ledgerId=message_id.ledgerId, entryId=message_id.entryId)],
+            validation_error=reason,
+        )
+        if self._connection is not None:
+            self._connection.write(encode_command(pb.BaseCommand(type=Type.ACK, ack=ack)))
+
+
+def skip_before_start(
+    messages: list[Message], start: PulsarMessageId, inclusive: bool
+) -> list[Message]:
+    """``messages`` (one entry) minus those of the start entry before ``start``, and
+    ``start`` itself unless ``inclusive``: the broker starts at the entry, so it sends
+    the start entry's earlier batch indexes too."""
+    first = cast(PulsarMessageId, messages[0].message_id())
+    if first.ledger_id != start.ledger_id or first.entry_id != start.entry_id:
+        return messages
+    kept = []
+    for message in messages:
+        index = cast(PulsarMessageId, message.message_id()).batch_index
+        if index > start.batch_index or (inclusive and index == start.batch_index):
+            kept.append(message)
+    return kept
+
+
+async def _all_confirmed(receipts: list[asyncio.Future[object]]) -> None:
+    await asyncio.gather(*receipts)
+
+
+def _pulsar_id(message_id: MessageId) -> PulsarMessageId:
+    if not isinstance(message_id, PulsarMessageId):
+        raise InvalidConfigurationError(
+            f"{message_id!r} is not a Pulsar message id (from a Pulsar message or "
+            "PulsarMessageId.deserialize)"
+        )
+    return message_id

@@ -1,0 +1,259 @@
+"""The core consumer (PartitionConsumer + Consumer) against a fake transport: no broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+import pytest
+
+from msgclient.adapter import ConsumerEvents, ConsumerTransport
+from msgclient.consumer import Consumer
+from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.core.backoff import Backoff
+from msgclient.core.dead_letters import ORIGIN_MESSAGE_ID, REAL_TOPIC, DeadLetterRouter
+from msgclient.core.partition_consumer import PartitionConsumer
+from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.errors import ConnectionClosedError, ReceiveTimeoutError
+from msgclient.message import Message, MessageId
+from msgclient.options import BatchReceivePolicy, ConsumerOptions, DeadLetterPolicy
+
+TOPIC = "persistent://public/default/t"
+
+
+class Id(MessageId):
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: int) -> None:
+        self.entry = entry
+
+    def _sort_key(self) -> tuple[int, ...]:
+        return (self.entry,)
+
+    def serialize(self) -> bytes:
+        return str(self.entry).encode()
+
+    def __repr__(self) -> str:
+        return f"Id({self.entry})"
+
+
+def message(entry: int, redelivery_count: int = 0, value: bytes = b"v") -> Message:
+    return Message(value, Id(entry), TOPIC, redelivery_count=redelivery_count)
+
+
+class FakeTransport(ConsumerTransport):
+    """Records what the consumer asks of the broker."""
+
+    def __init__(self, events: ConsumerEvents) -> None:
+        self.events = events
+        self.connects = 0
+        self.permits: list[int] = []
+        self.acks: list[AckBatch] = []
+        self.redelivered: list[list[MessageId] | None] = []
+        self.closed = False
+
+    async def connect(self) -> None:
+        self.connects += 1
+
+    def flow(self, permits: int) -> None:
+        self.permits.append(permits)
+
+    def acknowledge(self, batch: AckBatch) -> Awaitable[None] | None:
+        self.acks.append(batch)
+        return None
+
+    def redeliver(self, message_ids: list[MessageId] | None) -> None:
+        self.redelivered.append(message_ids)
+
+    async def seek(self, position: MessageId | int) -> None:
+        pass
+
+    async def get_last_message_id(self) -> MessageId | None:
+        return None
+
+    async def unsubscribe(self) -> None:
+        pass
+
+    def drop_connection(self, reason: str) -> None:
+        self.events.on_disconnected(ConnectionClosedError(reason))
+
+    async def close(self) -> None:
+        self.closed = True
+
+    @property
+    def acked(self) -> list[MessageId]:
+        return [i for batch in self.acks for i in batch.individual]
+
+
+class Sent:
+    """A fake producer for the dead-letter router."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, bytes, Mapping[str, str] | None]] = []
+
+    def sender(self, topic: str) -> Any:
+        outer = self
+
+        class _Sender:
+            async def send(self, value: bytes, **options: Any) -> MessageId:
+                outer.messages.append((topic, value, options.get("properties")))
+                return Id(len(outer.messages))
+
+        async def create() -> Any:
+            return _Sender()
+
+        return create()
+
+
+async def make(
+    dead_letters: Sent | None = None, **options: Any
+) -> tuple[Consumer, PartitionConsumer, FakeTransport]:
+    consumer_options = ConsumerOptions(**options)
+    queue: ReceiveQueue[Message] = ReceiveQueue()
+    transports: list[FakeTransport] = []
+
+    def factory(events: ConsumerEvents) -> ConsumerTransport:
+        transports.append(FakeTransport(events))
+        return transports[-1]
+
+    router = None
+    if dead_letters is not None:
+        assert consumer_options.dead_letter_policy is not None
+        router = DeadLetterRouter(
+            consumer_options.dead_letter_policy, TOPIC, "sub", dead_letters.sender
+        )
+    partition = PartitionConsumer(
+        TOPIC,
+        -1,
+        consumer_options,
+        queue,
+        consumer_options.receiver_queue_size,
+        factory,
+        Backoff(0.01, 0.05),
+        router,
+    )
+    await partition.start(timeout=1)
+    consumer = Consumer([TOPIC], "sub", consumer_options, [partition], queue, lambda _: None)
+    return consumer, partition, transports[0]
+
+
+async def test_grants_the_queue_then_refills_after_half_was_taken() -> None:
+    consumer, partition, transport = await make(receiver_queue_size=10)
+    assert transport.permits == [10]
+    partition.on_messages([message(i) for i in range(10)])
+    for _ in range(4):
+        await consumer.receive(timeout_millis=1000)
+    assert transport.permits == [10]
+    await consumer.receive(timeout_millis=1000)
+    assert transport.permits == [10, 5]
+    assert consumer.stats.queue_depth == 5
+    assert consumer.stats.permits_granted == 15
+
+
+async def test_acks_are_grouped_and_duplicates_of_pending_acks_are_dropped() -> None:
+    consumer, partition, transport = await make(acknowledgment_group_time_ms=50)
+    partition.on_messages([message(1), message(2)])
+    for _ in range(2):
+        consumer.acknowledge(await consumer.receive(timeout_millis=1000))
+    partition.on_messages([message(1)])  # redelivered while its ack is pending
+    assert consumer.stats.queue_depth == 0
+    await asyncio.sleep(0.1)
+    assert transport.acks == [AckBatch((Id(1), Id(2)), None)]
+    assert consumer.stats.acknowledged == 2
+
+
+async def test_negative_ack_redelivers_after_the_delay_not_before() -> None:
+    consumer, _, transport = await make(negative_ack_redelivery_delay_ms=200)
+    consumer._partitions[0].on_messages([message(7)])
+    consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
+    await asyncio.sleep(0.1)
+    assert transport.redelivered == []
+    await asyncio.sleep(0.3)
+    assert transport.redelivered == [[Id(7)]]
+    assert consumer.stats.negatively_acknowledged == 1
+
+
+async def test_ack_timeout_redelivers_unacked_messages() -> None:
+    consumer, partition, transport = await make(
+        unacked_messages_timeout_ms=1000, tick_duration_ms=100
+    )
+    partition.on_messages([message(1), message(2)])
+    first = await consumer.receive(timeout_millis=1000)
+    await consumer.receive(timeout_millis=1000)
+    consumer.acknowledge(first)
+    await asyncio.sleep(1.3)
+    assert transport.redelivered == [[Id(2)]]
+
+
+async def test_reconnect_drops_queued_messages_and_grants_a_fresh_window() -> None:
+    consumer, partition, transport = await make(receiver_queue_size=4)
+    partition.on_messages([message(1), message(2)])
+    await consumer.receive(timeout_millis=1000)
+    transport.drop_connection("test")
+    assert consumer.stats.queue_depth == 0  # the broker redelivers what was not acked
+    for _ in range(100):
+        if transport.connects == 2 and transport.permits[-1:] == [4]:
+            break
+        await asyncio.sleep(0.01)
+    assert transport.connects == 2
+    assert transport.permits == [4, 4]
+
+
+async def test_after_max_redeliveries_a_nacked_message_goes_to_the_dead_letter_topic() -> None:
+    sent = Sent()
+    consumer, partition, transport = await make(
+        dead_letters=sent,
+        dead_letter_policy=DeadLetterPolicy(max_redeliver_count=2),
+        negative_ack_redelivery_delay_ms=100,
+        acknowledgment_group_time_ms=0,
+    )
+    partition.on_messages([message(1, redelivery_count=1)])
+    consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
+    await asyncio.sleep(0.25)
+    assert transport.redelivered == [[Id(1)]] and sent.messages == []  # one more try
+    partition.on_messages([message(1, redelivery_count=2, value=b"last")])
+    consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
+    await asyncio.sleep(0.25)
+    assert transport.redelivered == [[Id(1)]]  # not again: it went to the DLQ
+    ((topic, value, properties),) = sent.messages
+    assert (topic, value) == (f"{TOPIC}-sub-DLQ", b"last")
+    assert properties is not None
+    assert properties[REAL_TOPIC] == TOPIC and properties[ORIGIN_MESSAGE_ID] == "Id(1)"
+    assert transport.acked == [Id(1)]  # acknowledged only after the DLQ send
+
+
+async def test_zero_queue_asks_for_one_message_per_receive() -> None:
+    consumer, partition, transport = await make(receiver_queue_size=0)
+    assert transport.permits == []
+    receiving = asyncio.ensure_future(consumer.receive(timeout_millis=1000))
+    await asyncio.sleep(0)
+    assert transport.permits == [1]
+    partition.on_messages([message(1)])
+    assert (await receiving).message_id() == Id(1)
+    assert transport.permits == [1]
+
+
+async def test_receive_times_out_with_a_typed_error() -> None:
+    consumer, _, _ = await make()
+    with pytest.raises(ReceiveTimeoutError):
+        await consumer.receive(timeout_millis=50)
+
+
+async def test_batch_receive_stops_at_the_message_limit_or_the_timeout() -> None:
+    consumer, partition, _ = await make(
+        batch_receive_policy=BatchReceivePolicy(max_num_messages=3, timeout_ms=100)
+    )
+    partition.on_messages([message(i) for i in range(5)])
+    assert [m.message_id() for m in await consumer.batch_receive()] == [Id(0), Id(1), Id(2)]
+    assert [m.message_id() for m in await consumer.batch_receive()] == [Id(3), Id(4)]
+    assert await consumer.batch_receive() == []
+
+
+async def test_close_flushes_pending_acks() -> None:
+    consumer, partition, transport = await make(acknowledgment_group_time_ms=10_000)
+    partition.on_messages([message(1)])
+    consumer.acknowledge(await consumer.receive(timeout_millis=1000))
+    await consumer.close()
+    assert transport.acked == [Id(1)]
+    assert transport.closed
