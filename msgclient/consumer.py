@@ -49,6 +49,9 @@ class Consumer(AsyncClosing):
         self._options = options
         self._partitions = partitions
         self._by_topic = {p.topic: p for p in partitions}
+        # Fast paths of the common consumer: one partition, no ack timeout.
+        self._single = partitions[0] if len(partitions) == 1 else None
+        self._track_delivery = options.unacked_messages_timeout_ms > 0
         self._queue = queue
         self._on_closed = on_closed
         self._zero_queue = options.receiver_queue_size == 0
@@ -91,7 +94,8 @@ class Consumer(AsyncClosing):
                 raise ReceiveTimeoutError(
                     f"no message within {timeout_millis} ms on {self.subscription_name}"
                 ) from None
-        self._by_topic[message.topic_name()].delivered(message)
+        if self._track_delivery:
+            self._by_topic[message.topic_name()].delivered(message)
         return message
 
     def __aiter__(self) -> Consumer:
@@ -122,7 +126,8 @@ class Consumer(AsyncClosing):
                     message = await self._queue.get(remaining)
                 except TimeoutError:
                     break
-            self._by_topic[message.topic_name()].delivered(message)
+            if self._track_delivery:
+                self._by_topic[message.topic_name()].delivered(message)
             messages.append(message)
             size += len(message.data())
             if max_bytes is not None and size >= max_bytes:
@@ -205,6 +210,8 @@ class Consumer(AsyncClosing):
             self._on_closed(self)
 
     def _locate(self, message: Message | MessageId) -> tuple[PartitionConsumer, MessageId]:
+        if type(message) is Message:  # the common case, first
+            return self._single or self._by_topic[message.topic_name()], message.message_id()
         if isinstance(message, Message):
             return self._by_topic[message.topic_name()], message.message_id()
         if len(self._partitions) == 1:

@@ -128,7 +128,6 @@ class Message:
         value: bytes,
         message_id: MessageId,
         topic: str,
-        *,
         partition_key: str | None = None,
         ordering_key: bytes | None = None,
         properties: Mapping[str, str] | None = None,

@@ -21,7 +21,7 @@ class PulsarMessageId(MessageId):
     move between msgclient and them.
     """
 
-    __slots__ = ("batch_index", "batch_size", "entry_id", "ledger_id", "partition")
+    __slots__ = ("_hash", "_key", "batch_index", "batch_size", "entry_id", "ledger_id", "partition")
 
     def __init__(
         self,
@@ -36,9 +36,21 @@ class PulsarMessageId(MessageId):
         self.partition = partition
         self.batch_index = batch_index
         self.batch_size = batch_size
+        # Ids are hashed and compared on every ack and every dispatch (duplicate checks):
+        # keep the key and its hash instead of building them each time.
+        self._key = (ledger_id, entry_id, partition, batch_index)
+        self._hash = hash(self._key)
 
     def _sort_key(self) -> tuple[int, ...]:
-        return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
+        return self._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PulsarMessageId:
+            return NotImplemented
+        return self._key == other._key
 
     def to_proto(self) -> pb.MessageIdData:
         # The wire fields are uint64; -1 (earliest) travels as 2**64 - 1, as in the C++ client.

@@ -86,7 +86,7 @@ async def test_acks_wait_for_the_group_time_then_go_as_one_batch(clock: FakeSche
     assert sender.batches == []
     assert not any(future.done() for future in futures)
     clock.advance(0.002)
-    assert sender.batches == [AckBatch(ids(1, 2, 3), None)]  # in id order
+    assert sender.batches == [AckBatch(ids(3, 1, 2), None)]  # in the order acked
     assert all(future.done() and future.result() is None for future in futures)
     assert clock.armed == 0  # nothing pending, no timer
 
