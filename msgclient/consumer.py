@@ -137,6 +137,8 @@ class Consumer(AsyncClosing):
     # -- acknowledging ------------------------------------------------------------------
 
     def acknowledge(self, message: Message | MessageId) -> asyncio.Future[None]:
+        if self._single is not None and type(message) is Message:  # the hot path
+            return self._single.acknowledge(message.message_id())
         partition, message_id = self._locate(message)
         return partition.acknowledge(message_id)
 

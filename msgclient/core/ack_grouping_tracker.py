@@ -103,11 +103,12 @@ class AcknowledgmentsGroupingTracker:
         return message_id in self._individual
 
     def ack(self, message_id: MessageId) -> asyncio.Future[None]:
-        future = self._future()
         if self._closed:
             return self._closed_future()
         self._individual[message_id] = None
-        if future is not self._done:
+        future = self._done
+        if self._receipts:
+            future = self._loop.create_future()
             self._waiting.append(future)
         if len(self._individual) >= self._max_group_size:
             self.flush()

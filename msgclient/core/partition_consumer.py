@@ -151,16 +151,18 @@ class PartitionConsumer(ConsumerEvents):
     # -- events from the transport ------------------------------------------------------
 
     def on_messages(self, messages: list[Message]) -> None:
-        queue, window, acks = self._queue, self.window, self._acks
-        for message in messages:
-            self.received += 1
-            message_id = message.message_id()
-            if acks.is_duplicate(message_id):
-                window.message_taken()  # never shown to the application: its permit is free
-                continue
-            if self._dead_letters is not None and self._dead_letters.is_dead(message):
-                self._last_chance[message_id] = message
-            queue.put(message, window)
+        self.received += len(messages)
+        is_duplicate = self._acks.is_duplicate
+        if any(is_duplicate(message.message_id()) for message in messages):
+            fresh = [m for m in messages if not is_duplicate(m.message_id())]
+            for _ in range(len(messages) - len(fresh)):
+                self.window.message_taken()  # never shown to the application: permit free
+            messages = fresh
+        if self._dead_letters is not None:
+            for message in messages:
+                if self._dead_letters.is_dead(message):
+                    self._last_chance[message.message_id()] = message
+        self._queue.put_all(messages, self.window)
 
     def on_active_consumer_change(self, is_active: bool) -> None:
         self.is_active = is_active
@@ -179,7 +181,8 @@ class PartitionConsumer(ConsumerEvents):
         self.acknowledged += 1
         if self._unacked is not None:
             self._unacked.remove(message_id)
-        self._last_chance.pop(message_id, None)
+        if self._last_chance:
+            self._last_chance.pop(message_id, None)
         return self._acks.ack(message_id)
 
     def acknowledge_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:

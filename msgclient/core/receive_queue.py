@@ -86,24 +86,46 @@ class FlowWindow:
 
 
 class ReceiveQueue(Generic[M]):
-    """Messages waiting for the application, each with the window it came through."""
+    """Messages waiting for the application, each with the window it came through.
+
+    Stored as the dispatches they arrived in (a batch entry is one chunk), so that taking
+    a message costs no per-message bookkeeping beyond an index.
+    """
 
     def __init__(self) -> None:
-        self._items: deque[tuple[M, FlowWindow]] = deque()
+        self._chunks: deque[tuple[list[M], FlowWindow]] = deque()
+        self._offset = 0  # messages of the first chunk already taken
+        self._size = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._size
 
     def put(self, message: M, window: FlowWindow) -> None:
-        self._items.append((message, window))
-        self._wake_next()
+        self.put_all([message], window)
+
+    def put_all(self, messages: list[M], window: FlowWindow) -> None:
+        """Queue the messages of one dispatch, in order (the queue keeps the list)."""
+        if not messages:
+            return
+        self._chunks.append((messages, window))
+        self._size += len(messages)
+        for _ in messages:
+            if not self._waiters:
+                break
+            self._wake_next()
 
     def get_nowait(self) -> M | None:
         """The oldest message, or None; its permit goes back to its window."""
-        if not self._items:
+        if not self._size:
             return None
-        message, window = self._items.popleft()
+        messages, window = self._chunks[0]
+        message = messages[self._offset]
+        self._offset += 1
+        if self._offset == len(messages):
+            self._chunks.popleft()
+            self._offset = 0
+        self._size -= 1
         window.message_taken()
         return message
 
@@ -119,7 +141,7 @@ class ReceiveQueue(Generic[M]):
                 try:
                     await waiter
                 except BaseException:
-                    if waiter.done() and not waiter.cancelled() and self._items:
+                    if waiter.done() and not waiter.cancelled() and self._size:
                         self._wake_next()  # we were woken but leave: pass the wake on
                     raise
                 message = self.get_nowait()
@@ -128,11 +150,15 @@ class ReceiveQueue(Generic[M]):
 
     def remove_window(self, window: FlowWindow) -> int:
         """Drop the messages of ``window`` (its connection is gone and the broker will
-        redeliver them); returns how many were dropped."""
-        kept = deque(item for item in self._items if item[1] is not window)
-        dropped = len(self._items) - len(kept)
-        self._items = kept
-        return dropped
+        redeliver them); returns how many were dropped. Rare: it may take its time."""
+        before = self._size
+        chunks = list(self._chunks)
+        if chunks:  # cut off what was taken of the first chunk
+            chunks[0] = (chunks[0][0][self._offset :], chunks[0][1])
+        self._chunks = deque(c for c in chunks if c[1] is not window and c[0])
+        self._offset = 0
+        self._size = sum(len(c[0]) for c in self._chunks)
+        return before - self._size
 
     def _wake_next(self) -> None:
         while self._waiters:
