@@ -101,6 +101,10 @@ class TopicNotFoundError(BrokerError):
     """The topic does not exist and the broker will not create it."""
 
 
+class ConsumerBusyError(BrokerError):
+    """The subscription is exclusive and another consumer holds it (or its type differs)."""
+
+
 class ProducerBusyError(BrokerError):
     """Another producer with the same name is connected to the topic."""
 

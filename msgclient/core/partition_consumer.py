@@ -22,7 +22,7 @@ from msgclient.core.registration import reconnect, register_with_retry
 from msgclient.core.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerOptions
+from msgclient.options import ConsumerOptions, SubscriptionMode
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class PartitionConsumer(ConsumerEvents):
 
     def _on_connected(self) -> None:
         self._connected = True
-        self.window.connection_opened()
+        self.window.connection_opened(self._queue.count(self.window))
         self._acks.flush()  # acks made while disconnected
 
     def on_disconnected(self, error: Exception) -> None:
@@ -98,8 +98,11 @@ class PartitionConsumer(ConsumerEvents):
             return
         log.info("consumer on %s disconnected (%s): resubscribing", self.topic, error)
         self._connected = False
-        dropped = self._queue.remove_window(self.window)  # the broker redelivers them
-        if dropped:
+        if self._options.subscription_mode is SubscriptionMode.Durable:
+            # The broker redelivers what was not acknowledged: drop the queued copies. A
+            # non-durable subscription (a reader) resumes after the last message received,
+            # so its queued messages are kept.
+            dropped = self._queue.remove_window(self.window)
             log.debug("%s: dropped %d queued messages until redelivery", self.topic, dropped)
         if self._unacked is not None:
             self._unacked.clear()

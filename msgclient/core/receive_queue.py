@@ -46,12 +46,13 @@ class FlowWindow:
         self._requested = False  # zero queue: a receive call is waiting for its message
         self.granted = 0  # permits granted on the current connection (for stats)
 
-    def connection_opened(self) -> None:
-        """A new connection: forget earned permits, grant the whole window."""
+    def connection_opened(self, still_queued: int = 0) -> None:
+        """A new connection: forget earned permits, grant the window less what is still
+        queued from the old connection (kept only where the broker will not redeliver it)."""
         self._earned = 0
         self.granted = 0
-        if self.size and not self._paused:
-            self._grant(self.size)
+        if self.size and not self._paused and self.size > still_queued:
+            self._grant(self.size - still_queued)
         elif self._requested:  # the old connection took the zero queue's request with it
             self._grant(1)
 
@@ -147,6 +148,11 @@ class ReceiveQueue(Generic[M]):
                 message = self.get_nowait()
                 if message is not None:
                     return message
+
+    def count(self, window: FlowWindow) -> int:
+        """Messages of ``window`` still queued."""
+        taken = self._offset if self._chunks and self._chunks[0][1] is window else 0
+        return sum(len(messages) for messages, w in self._chunks if w is window) - taken
 
     def remove_window(self, window: FlowWindow) -> int:
         """Drop the messages of ``window`` (its connection is gone and the broker will

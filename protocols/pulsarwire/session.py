@@ -18,6 +18,7 @@ from msgclient.errors import (
     AuthenticationError,
     BrokerError,
     ConnectionClosedError,
+    ConsumerBusyError,
     MsgClientError,
     ProducerBusyError,
     ProducerFencedError,
@@ -42,6 +43,7 @@ PONG = encode_command(pb.BaseCommand(type=Type.PONG, pong=pb.CommandPong()))
 _ERRORS: dict[str, type[BrokerError]] = {
     "TopicNotFound": TopicNotFoundError,
     "ProducerBusy": ProducerBusyError,
+    "ConsumerBusy": ConsumerBusyError,
     "ProducerFenced": ProducerFencedError,
 }
 

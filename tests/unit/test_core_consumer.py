@@ -17,7 +17,12 @@ from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.receive_queue import ReceiveQueue
 from msgclient.errors import ConnectionClosedError, ReceiveTimeoutError
 from msgclient.message import Message, MessageId
-from msgclient.options import BatchReceivePolicy, ConsumerOptions, DeadLetterPolicy
+from msgclient.options import (
+    BatchReceivePolicy,
+    ConsumerOptions,
+    DeadLetterPolicy,
+    SubscriptionMode,
+)
 
 TOPIC = "persistent://public/default/t"
 
@@ -257,3 +262,23 @@ async def test_close_flushes_pending_acks() -> None:
     await consumer.close()
     assert transport.acked == [Id(1)]
     assert transport.closed
+
+
+async def test_a_non_durable_subscription_keeps_its_queue_across_a_reconnect() -> None:
+    # A reader resumes after the last message it received: the broker will not send the
+    # queued ones again, so they must not be dropped.
+    consumer, partition, transport = await make(
+        receiver_queue_size=4, subscription_mode=SubscriptionMode.NonDurable
+    )
+    partition.on_messages([message(1), message(2), message(3)])
+    await consumer.receive(timeout_millis=1000)
+    transport.drop_connection("test")
+    for _ in range(100):
+        if transport.connects == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert transport.permits == [4, 2]  # the window less the two still queued
+    assert [(await consumer.receive(timeout_millis=1000)).message_id() for _ in range(2)] == [
+        Id(2),
+        Id(3),
+    ]

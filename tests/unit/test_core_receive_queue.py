@@ -135,3 +135,15 @@ async def test_remove_window_drops_only_its_messages() -> None:
         queue.put(item, window)
     assert queue.remove_window(a) == 2
     assert [queue.get_nowait(), queue.get_nowait(), queue.get_nowait()] == ["b1", "b2", None]
+
+
+async def test_a_window_reopened_with_messages_still_queued_grants_only_the_rest() -> None:
+    broker = Broker()
+    window = FlowWindow(10, broker.send_permits)
+    queue: ReceiveQueue[int] = ReceiveQueue()
+    window.connection_opened()
+    queue.put_all([1, 2, 3, 4], window)
+    assert queue.get_nowait() == 1
+    assert queue.count(window) == 3
+    window.connection_opened(queue.count(window))
+    assert broker.grants == [10, 7]
