@@ -49,9 +49,9 @@ async def _msgclient_latency(
         loop = asyncio.get_running_loop()
         start = loop.time()
         for i in range(count):
-            due = start + i / rate
-            if due > loop.time():
-                await asyncio.sleep(due - loop.time())
+            delay = start + i / rate - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
             await producer.send_async(_payload(size))
         await asyncio.wait_for(receiver, 30)
         await producer.close()
@@ -83,9 +83,9 @@ def official_latency(url: str, topic: str, rate: int, seconds: float, size: int)
         receiver.start()
         start = time.perf_counter()
         for i in range(count):
-            due = start + i / rate
-            if due > time.perf_counter():
-                time.sleep(due - time.perf_counter())
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
             producer.send_async(_payload(size), None)
         receiver.join(30)
         producer.close()
