@@ -36,13 +36,12 @@ class PulsarMessageId(MessageId):
         self.partition = partition
         self.batch_index = batch_index
         self.batch_size = batch_size
-        # Ids are hashed and compared on every ack and every dispatch (duplicate checks):
-        # keep the key and its hash instead of building them each time.
-        self._key = (ledger_id, entry_id, partition, batch_index)
-        self._hash = hash(self._key)
+        # Ids are hashed on every ack and every dispatch (duplicate checks): keep the hash.
+        # (Not the key tuple: one more object per message for the garbage collector.)
+        self._hash = hash((ledger_id, entry_id, partition, batch_index))
 
     def _sort_key(self) -> tuple[int, ...]:
-        return self._key
+        return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
 
     def __hash__(self) -> int:
         return self._hash
@@ -50,7 +49,13 @@ class PulsarMessageId(MessageId):
     def __eq__(self, other: object) -> bool:
         if type(other) is not PulsarMessageId:
             return NotImplemented
-        return self._key == other._key
+        return (
+            self._hash == other._hash
+            and self.entry_id == other.entry_id
+            and self.ledger_id == other.ledger_id
+            and self.batch_index == other.batch_index
+            and self.partition == other.partition
+        )
 
     def to_proto(self) -> pb.MessageIdData:
         # The wire fields are uint64; -1 (earliest) travels as 2**64 - 1, as in the C++ client.
