@@ -123,8 +123,8 @@ def ack_commands(
     entry with the ack set of the indexes still unacked.
     """
     entries: dict[EntryKey, pb.MessageIdData] = {}
-    for any_id in batch.individual:
-        message_id = cast(PulsarMessageId, any_id)
+    # One cast for the batch (typing.cast is a call: not per message on this hot path).
+    for message_id in cast(tuple[PulsarMessageId, ...], batch.individual):
         key = (message_id.ledger_id, message_id.entry_id)
         if message_id.batch_index < 0:
             entries[key] = _entry(message_id)
