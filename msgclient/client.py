@@ -119,11 +119,26 @@ class Client(AsyncClosing):
         if not topics:
             raise InvalidConfigurationError("subscribe needs at least one topic")
         topics = [self._backend.normalize_topic(t) for t in topics]
-        counts = await asyncio.gather(*(self._backend.partition_count(t) for t in topics))
+        policy = consumer_options.dead_letter_policy
+        routers = {
+            base: DeadLetterRouter(policy, base, subscription_name, self._dead_letter_producer)
+            for base in topics
+            if policy is not None
+        }
+        # (topic subscribed, topic whose dead-letter router serves it)
+        subscribed = [(t, t) for t in topics]
+        if consumer_options.retry_enable:  # as the Java client: the retry topics too
+            if not routers:
+                raise InvalidConfigurationError("retry_enable needs a dead_letter_policy")
+            subscribed += [
+                (self._backend.normalize_topic(router.retry_letter_topic), base)
+                for base, router in routers.items()
+            ]
+        counts = await asyncio.gather(*(self._backend.partition_count(t) for t, _ in subscribed))
         names = [
             (base, name, index)
-            for base, count in zip(topics, counts, strict=True)
-            for name, index in self._partition_names(base, count)
+            for (topic_name, base), count in zip(subscribed, counts, strict=True)
+            for name, index in self._partition_names(topic_name, count)
         ]
         size = consumer_options.receiver_queue_size
         if size == 0 and len(names) > 1:
@@ -135,12 +150,6 @@ class Client(AsyncClosing):
             across = consumer_options.max_total_receiver_queue_size_across_partitions
             size = max(1, min(size, across // len(names)))
         queue: ReceiveQueue[Message] = ReceiveQueue()
-        policy = consumer_options.dead_letter_policy
-        routers = {
-            base: DeadLetterRouter(policy, base, subscription_name, self._dead_letter_producer)
-            for base in topics
-            if policy is not None
-        }
         members = [
             PartitionConsumer(
                 name,

@@ -49,6 +49,7 @@ class OutgoingMessage:
 
     __slots__ = (
         "callback",
+        "deliver_at",
         "event_timestamp",
         "future",
         "ordering_key",
@@ -70,6 +71,7 @@ class OutgoingMessage:
         sequence_id: int | None = None,
         replicate_to: tuple[str, ...] | None = None,
         callback: SendCallback | None = None,
+        deliver_at: int | None = None,
     ) -> None:
         self.value = value
         self.future = future
@@ -80,6 +82,7 @@ class OutgoingMessage:
         self.sequence_id = sequence_id
         self.replicate_to = replicate_to
         self.callback = callback
+        self.deliver_at = deliver_at  # ms since the epoch; such a message is never batched
 
     def complete(self, message_id: MessageId) -> None:
         if not self.future.done():

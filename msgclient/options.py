@@ -343,6 +343,9 @@ class ConsumerOptions:
     dead_letter_policy: DeadLetterPolicy | None = attrs.field(
         default=None, validator=_optional_instance(DeadLetterPolicy)
     )
+    # Also subscribe to the retry topic, where reconsume_later sends messages (Java's
+    # enableRetry); needs a dead_letter_policy.
+    retry_enable: bool = attrs.field(default=False, validator=_is_bool)
     batch_receive_policy: BatchReceivePolicy = attrs.field(
         factory=BatchReceivePolicy, validator=_optional_instance(BatchReceivePolicy)
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping
 
 from msgclient.closing import AsyncClosing
@@ -76,6 +77,8 @@ class Producer(AsyncClosing):
         sequence_id: int | None = None,
         disable_replication: bool = False,
         replication_clusters: list[str] | None = None,
+        deliver_at: int | None = None,
+        deliver_after: int | None = None,
     ) -> MessageId:
         """Send one message and wait until the broker has stored it."""
         future = await self.send_async(
@@ -87,6 +90,8 @@ class Producer(AsyncClosing):
             sequence_id=sequence_id,
             disable_replication=disable_replication,
             replication_clusters=replication_clusters,
+            deliver_at=deliver_at,
+            deliver_after=deliver_after,
         )
         return await future
 
@@ -102,10 +107,14 @@ class Producer(AsyncClosing):
         sequence_id: int | None = None,
         disable_replication: bool = False,
         replication_clusters: list[str] | None = None,
+        deliver_at: int | None = None,
+        deliver_after: int | None = None,
     ) -> asyncio.Future[MessageId]:
         """Queue one message; the returned future completes with its MessageId.
 
         ``callback(error, message_id)`` is called too, if given, when the outcome is known.
+        ``deliver_at`` (ms since the epoch) or ``deliver_after`` (ms from now) delay the
+        delivery to consumers (the broker must support it; such messages are not batched).
         """
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
@@ -124,6 +133,11 @@ class Producer(AsyncClosing):
             check_non_negative("sequence_id", sequence_id)
         if event_timestamp is not None:
             check_non_negative("event_timestamp", event_timestamp)
+        if deliver_after is not None:
+            check_non_negative("deliver_after", deliver_after)
+            deliver_at = int(time.time() * 1000) + deliver_after
+        elif deliver_at is not None:
+            check_non_negative("deliver_at", deliver_at)
         if type(ordering_key) is str:
             ordering_key = ordering_key.encode()
         replicate_to = (
@@ -142,6 +156,7 @@ class Producer(AsyncClosing):
             sequence_id,
             replicate_to,
             callback,
+            deliver_at,
         )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
         pending = producer.pending_messages

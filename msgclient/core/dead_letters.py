@@ -32,6 +32,7 @@ class Sender(Protocol):
         ordering_key: str | bytes | None = ...,
         properties: Mapping[str, str] | None = ...,
         event_timestamp: int | None = ...,
+        deliver_after: int | None = ...,
     ) -> MessageId: ...
 
 
@@ -59,16 +60,22 @@ class DeadLetterRouter:
         return message.redelivery_count() >= self.max_redeliver_count
 
     async def send_to_dead_letter(self, message: Message) -> MessageId:
-        return await self._forward(self.dead_letter_topic, message, {})
+        return await self._forward(self.dead_letter_topic, message, {}, None)
 
     async def send_to_retry(
         self, message: Message, delay_ms: int, properties: Mapping[str, str] | None
     ) -> MessageId:
         times = int(message.properties().get(RECONSUME_TIMES, "0")) + 1
         extra = {RECONSUME_TIMES: str(times), DELAY_TIME: str(delay_ms), **(properties or {})}
-        return await self._forward(self.retry_letter_topic, message, extra)
+        return await self._forward(self.retry_letter_topic, message, extra, delay_ms)
 
-    async def _forward(self, topic: str, message: Message, extra: Mapping[str, str]) -> MessageId:
+    async def _forward(
+        self,
+        topic: str,
+        message: Message,
+        extra: Mapping[str, str],
+        deliver_after: int | None,
+    ) -> MessageId:
         sender = self._senders.get(topic)
         if sender is None:
             sender = self._senders[topic] = await self._create_sender(topic)
@@ -86,4 +93,5 @@ class DeadLetterRouter:
             ordering_key=message.ordering_key(),
             properties=properties,
             event_timestamp=message.event_timestamp() or None,
+            deliver_after=deliver_after,
         )

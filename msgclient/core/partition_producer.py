@@ -176,7 +176,9 @@ class PartitionProducer(ProducerEvents):
             message.sequence_id = self._next_sequence_id
             self._next_sequence_id += 1
         batch = self._batch
-        if batch is None:
+        if batch is None or message.deliver_at is not None:
+            if batch is not None:  # a delayed message goes alone, after the open batch
+                self._close_batch()
             self._push(OpSend([message], False, len(message.value), self._loop.time()))
             return
         status = batch.add(message)

@@ -281,6 +281,19 @@ async def test_batch_closes_on_max_messages(make_harness: MakeHarness) -> None:
     assert h.transport.written == [b"0-2"]
 
 
+async def test_a_delayed_message_goes_alone_after_the_open_batch(
+    make_harness: MakeHarness,
+) -> None:
+    # As the Java client: delivery at a time is per entry, so it cannot share a batch, and
+    # the open batch goes first to keep sequence ids in order along the pending queue.
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=10)
+    await h.start()
+    h.send()
+    h.send()
+    h.send(deliver_at=123)
+    assert h.transport.written == [b"0-1", b"2-2"]
+
+
 async def test_batch_closes_on_max_bytes(make_harness: MakeHarness) -> None:
     h = make_harness(**NO_DELAY_BATCHING, batching_max_allowed_size_in_bytes=10)
     await h.start()

@@ -100,3 +100,12 @@ async def test_batch_overrunning_its_entry_is_malformed() -> None:
     decoded.payload = decoded.payload[:-2]  # the last record is cut short
     with pytest.raises(MalformedFrameError, match="overruns"):
         decode_entry(decoded, TOPIC, -1)
+
+
+async def test_deliver_at_travels_in_the_metadata_of_an_unbatched_message() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    message = outgoing(b"later", 3)
+    message.deliver_at = 1_700_000_000_000
+    (frame,) = FrameDecoder().feed(encoder.encode(OpSend([message], False, 5, 0.0)))
+    assert frame.metadata is not None
+    assert frame.metadata.deliver_at_time == 1_700_000_000_000
