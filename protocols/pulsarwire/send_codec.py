@@ -141,6 +141,8 @@ class SendEncoder:
                 )
             if first.event_timestamp is not None:
                 metadata.event_time = first.event_timestamp
+            if first.deliver_at is not None:
+                metadata.deliver_at_time = first.deliver_at
         # As the Java client: a batch carries its first message's key and ordering key,
         # which is what Key_Shared dispatch looks at.
         if first.partition_key is not None:
