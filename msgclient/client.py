@@ -195,7 +195,7 @@ class Client(AsyncClosing):
             start_message_id=start_message_id if at_id else None,
             start_message_id_inclusive=start_message_id_inclusive,
         )
-        return Reader(consumer, start_message_id)
+        return Reader(consumer, start_message_id, start_message_id_inclusive)
 
     async def _dead_letter_producer(self, topic: str) -> Producer:
         return await self.create_producer(topic, batching_enabled=False)

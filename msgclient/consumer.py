@@ -8,12 +8,15 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from msgclient.closing import AsyncClosing
-from msgclient.core.dead_letters import RECONSUME_TIMES
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.receive_queue import ReceiveQueue
-from msgclient.errors import AlreadyClosedError, InvalidConfigurationError, ReceiveTimeoutError
+from msgclient.errors import (
+    AlreadyClosedError,
+    InvalidConfigurationError,
+    ReceiveTimeoutError,
+)
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerOptions
+from msgclient.options import ConsumerOptions, ConsumerType
 
 
 @attrs.frozen
@@ -119,6 +122,8 @@ class Consumer(AsyncClosing):
             if message is None:
                 if deadline is None and messages:
                     break  # no timeout: return what is there
+                if self._zero_queue:
+                    self._partitions[0].window.request_one()
                 remaining = None if deadline is None else deadline - loop.time()
                 if remaining is not None and remaining <= 0:
                     break
@@ -144,6 +149,10 @@ class Consumer(AsyncClosing):
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> asyncio.Future[None]:
         """Acknowledge every message up to and including this one (not on Shared)."""
+        if self._options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
+            raise InvalidConfigurationError(
+                "acknowledge_cumulative is not allowed on Shared and Key_Shared subscriptions"
+            )
         partition, message_id = self._locate(message)
         return partition.acknowledge_cumulative(message_id)
 
@@ -167,11 +176,7 @@ class Consumer(AsyncClosing):
             raise InvalidConfigurationError(
                 "reconsume_later needs a dead_letter_policy (it names the retry topic)"
             )
-        times = int(message.properties().get(RECONSUME_TIMES, "0"))
-        if times >= dead_letters.max_redeliver_count:
-            await dead_letters.send_to_dead_letter(message)
-        else:
-            await dead_letters.send_to_retry(message, delay_ms, properties)
+        await dead_letters.reconsume_later(message, delay_ms, properties)
         await self.acknowledge(message)
 
     # -- position and lifecycle ---------------------------------------------------------
@@ -194,18 +199,17 @@ class Consumer(AsyncClosing):
             partition.resume()
 
     async def unsubscribe(self) -> None:
-        """Delete the subscription on the broker and close this consumer."""
-        self._closed = True
-        try:
-            await asyncio.gather(*(p.unsubscribe() for p in self._partitions))
-        finally:
-            self._on_closed(self)
+        """Delete the subscription on the broker and close this consumer. If the broker
+        refuses, the error is raised and the consumer stays open."""
+        await asyncio.gather(*(p.unsubscribe() for p in self._partitions))
+        await self.close()
 
     async def close(self) -> None:
         """Send pending acks, then close; the broker redelivers what was not acknowledged."""
         if self._closed:
             return
         self._closed = True
+        self._queue.close(AlreadyClosedError(f"consumer of {self.subscription_name} is closed"))
         try:
             await asyncio.gather(*(p.close() for p in self._partitions))
         finally:

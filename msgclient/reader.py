@@ -15,9 +15,12 @@ class Reader(AsyncClosing):
     acknowledgments and leaves nothing behind on the broker when closed.
     """
 
-    def __init__(self, consumer: Consumer, start: MessageId | InitialPosition) -> None:
+    def __init__(
+        self, consumer: Consumer, start: MessageId | InitialPosition, inclusive: bool
+    ) -> None:
         self._consumer = consumer
         self._start = start
+        self._inclusive = inclusive
         self._last_read: MessageId | None = None
 
     @property
@@ -28,6 +31,9 @@ class Reader(AsyncClosing):
         """The next message; ReceiveTimeoutError if none arrives within the timeout."""
         message = await self._consumer.receive(timeout_millis)
         self._last_read = message.message_id()
+        # As the Java reader: move the subscription's cursor, so that a broker resuming
+        # the subscription after a reconnect resumes after what was read.
+        self._consumer.acknowledge_cumulative(message)
         return message
 
     def __aiter__(self) -> Reader:
@@ -47,13 +53,17 @@ class Reader(AsyncClosing):
         if self._last_read is not None:
             return last > self._last_read
         if isinstance(self._start, MessageId):
-            return last > self._start
+            return last >= self._start if self._inclusive else last > self._start
         return self._start is InitialPosition.Earliest
 
     async def seek(self, position: MessageId | int) -> None:
         """Read on from a message id, or a publish time (ms since the epoch)."""
         await self._consumer.seek(position)
         self._last_read = None
+        # The broker's next message is the one sought (by id), or the first published at
+        # or after the time: anything in the topic may be next.
+        self._start = position if isinstance(position, MessageId) else InitialPosition.Earliest
+        self._inclusive = True
 
     async def close(self) -> None:
         await self._consumer.close()

@@ -62,11 +62,16 @@ class DeadLetterRouter:
     async def send_to_dead_letter(self, message: Message) -> MessageId:
         return await self._forward(self.dead_letter_topic, message, {}, None)
 
-    async def send_to_retry(
+    async def reconsume_later(
         self, message: Message, delay_ms: int, properties: Mapping[str, str] | None
     ) -> MessageId:
+        """To the retry topic, delivered after ``delay_ms``; once it was reconsumed
+        ``max_redeliver_count`` times, to the dead-letter topic (the Java client's
+        doReconsumeLater: both carry the new RECONSUMETIMES and DELAY_TIME)."""
         times = int(message.properties().get(RECONSUME_TIMES, "0")) + 1
         extra = {RECONSUME_TIMES: str(times), DELAY_TIME: str(delay_ms), **(properties or {})}
+        if times > self.max_redeliver_count:
+            return await self._forward(self.dead_letter_topic, message, extra, None)
         return await self._forward(self.retry_letter_topic, message, extra, delay_ms)
 
     async def _forward(

@@ -22,7 +22,7 @@ from msgclient.core.registration import reconnect, register_with_retry
 from msgclient.core.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerOptions, SubscriptionMode
+from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +90,10 @@ class PartitionConsumer(ConsumerEvents):
 
     def _on_connected(self) -> None:
         self._connected = True
+        # Acks made while disconnected first: with permits first, the broker could
+        # redeliver those messages before it learns they were acknowledged.
+        self._acks.flush()
         self.window.connection_opened(self._queue.count(self.window))
-        self._acks.flush()  # acks made while disconnected
 
     def on_disconnected(self, error: Exception) -> None:
         if not self._connected or self._closed:
@@ -112,7 +114,10 @@ class PartitionConsumer(ConsumerEvents):
         what = f"consumer on {self.topic}"
         outcome = await reconnect(self._transport.connect, self._backoff, self._is_closed, what)
         if isinstance(outcome, MsgClientError):
-            self._closed = True  # refused for good (e.g. the subscription was deleted)
+            # Refused for good (e.g. the subscription was deleted): receive() must say so,
+            # once the messages already queued are taken.
+            self._closed = True
+            self._queue.close(outcome)
         elif not self._closed:
             self._on_connected()
 
@@ -139,7 +144,7 @@ class PartitionConsumer(ConsumerEvents):
     async def seek(self, position: MessageId | int) -> None:
         await self._transport.seek(position)
         # What was queued is from before the new position; so are pending cumulative acks.
-        self._queue.remove_window(self.window)
+        self.window.release(self._queue.remove_window(self.window))
         self._acks.flush_and_clean()
 
     async def get_last_message_id(self) -> MessageId | None:
@@ -158,8 +163,7 @@ class PartitionConsumer(ConsumerEvents):
         is_duplicate = self._acks.is_duplicate
         if any(is_duplicate(message.message_id()) for message in messages):
             fresh = [m for m in messages if not is_duplicate(m.message_id())]
-            for _ in range(len(messages) - len(fresh)):
-                self.window.message_taken()  # never shown to the application: permit free
+            self.window.release(len(messages) - len(fresh))  # never shown: permits free
             messages = fresh
         if self._dead_letters is not None:
             for message in messages:
@@ -210,8 +214,15 @@ class PartitionConsumer(ConsumerEvents):
                 task = asyncio.ensure_future(self._send_to_dead_letter(dead))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
-        if message_ids and self._connected:
+        if not message_ids or not self._connected:
+            return
+        if self._options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
             self._transport.redeliver(message_ids)
+        else:
+            # Exclusive and Failover keep order: the broker sends everything unacked again,
+            # including what is queued here, so drop those copies (as the Java client).
+            self.window.release(self._queue.remove_window(self.window))
+            self._transport.redeliver(None)
 
     async def _send_to_dead_letter(self, messages: list[Message]) -> None:
         assert self._dead_letters is not None

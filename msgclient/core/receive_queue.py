@@ -51,8 +51,11 @@ class FlowWindow:
         queued from the old connection (kept only where the broker will not redeliver it)."""
         self._earned = 0
         self.granted = 0
-        if self.size and not self._paused and self.size > still_queued:
-            self._grant(self.size - still_queued)
+        if self.size > still_queued:
+            if self._paused:
+                self._earned = self.size - still_queued  # granted on resume
+            else:
+                self._grant(self.size - still_queued)
         elif self._requested:  # the old connection took the zero queue's request with it
             self._grant(1)
 
@@ -62,6 +65,14 @@ class FlowWindow:
             self._requested = False
             return
         self._earned += 1
+        if self._earned >= self._threshold and not self._paused:
+            self._grant(self._earned)
+
+    def release(self, count: int) -> None:
+        """``count`` queued messages were dropped unseen: their permits are free again."""
+        if not self.size or not count:
+            return
+        self._earned += count
         if self._earned >= self._threshold and not self._paused:
             self._grant(self._earned)
 
@@ -98,6 +109,7 @@ class ReceiveQueue(Generic[M]):
         self._offset = 0  # messages of the first chunk already taken
         self._size = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._error: BaseException | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -131,10 +143,13 @@ class ReceiveQueue(Generic[M]):
         return message
 
     async def get(self, timeout: float | None = None) -> M:
-        """Wait for a message; TimeoutError after ``timeout`` seconds."""
+        """Wait for a message; TimeoutError after ``timeout`` seconds, or the error the queue
+        was closed with."""
         message = self.get_nowait()
         if message is not None:
             return message
+        if self._error is not None:
+            raise self._error
         async with asyncio.timeout(timeout):
             while True:
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -148,6 +163,15 @@ class ReceiveQueue(Generic[M]):
                 message = self.get_nowait()
                 if message is not None:
                     return message
+                if self._error is not None:
+                    raise self._error
+
+    def close(self, error: BaseException) -> None:
+        """No more messages will come: waiting and later ``get`` calls raise ``error``
+        (once the queued messages are taken)."""
+        self._error = error
+        while self._waiters:
+            self._wake_next()
 
     def count(self, window: FlowWindow) -> int:
         """Messages of ``window`` still queued."""

@@ -15,11 +15,17 @@ from msgclient.core.backoff import Backoff
 from msgclient.core.dead_letters import ORIGIN_MESSAGE_ID, REAL_TOPIC, DeadLetterRouter
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.receive_queue import ReceiveQueue
-from msgclient.errors import ConnectionClosedError, ReceiveTimeoutError
+from msgclient.errors import (
+    AlreadyClosedError,
+    ConnectionClosedError,
+    InvalidConfigurationError,
+    ReceiveTimeoutError,
+)
 from msgclient.message import Message, MessageId
 from msgclient.options import (
     BatchReceivePolicy,
     ConsumerOptions,
+    ConsumerType,
     DeadLetterPolicy,
     SubscriptionMode,
 )
@@ -169,7 +175,9 @@ async def test_acks_are_grouped_and_duplicates_of_pending_acks_are_dropped() -> 
 
 
 async def test_negative_ack_redelivers_after_the_delay_not_before() -> None:
-    consumer, _, transport = await make(negative_ack_redelivery_delay_ms=200)
+    consumer, _, transport = await make(
+        consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=200
+    )
     consumer._partitions[0].on_messages([message(7)])
     consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
     await asyncio.sleep(0.1)
@@ -181,7 +189,7 @@ async def test_negative_ack_redelivers_after_the_delay_not_before() -> None:
 
 async def test_ack_timeout_redelivers_unacked_messages() -> None:
     consumer, partition, transport = await make(
-        unacked_messages_timeout_ms=1000, tick_duration_ms=100
+        consumer_type=ConsumerType.Shared, unacked_messages_timeout_ms=1000, tick_duration_ms=100
     )
     partition.on_messages([message(1), message(2)])
     first = await consumer.receive(timeout_millis=1000)
@@ -209,6 +217,7 @@ async def test_after_max_redeliveries_a_nacked_message_goes_to_the_dead_letter_t
     sent = Sent()
     consumer, partition, transport = await make(
         dead_letters=sent,
+        consumer_type=ConsumerType.Shared,
         dead_letter_policy=DeadLetterPolicy(max_redeliver_count=2),
         negative_ack_redelivery_delay_ms=100,
         acknowledgment_group_time_ms=0,
@@ -282,3 +291,64 @@ async def test_a_non_durable_subscription_keeps_its_queue_across_a_reconnect() -
         Id(2),
         Id(3),
     ]
+
+
+async def wait_until(condition: Any) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not met within 2 s")
+
+
+async def test_exclusive_redelivery_asks_for_everything_and_drops_the_queued_copies() -> None:
+    # Exclusive keeps order: the broker redelivers all unacked messages, the queued ones too.
+    consumer, partition, transport = await make(negative_ack_redelivery_delay_ms=100)
+    partition.on_messages([message(1), message(2), message(3)])
+    consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
+    await wait_until(lambda: transport.redelivered)
+    assert transport.redelivered == [None]
+    assert consumer.stats.queue_depth == 0
+    assert transport.permits == [1000]  # the two dropped plus one taken: below the refill
+
+
+async def test_close_wakes_a_waiting_receive() -> None:
+    consumer, _, _ = await make()
+    receiving = asyncio.ensure_future(consumer.receive())
+    await asyncio.sleep(0)
+    await consumer.close()
+    with pytest.raises(AlreadyClosedError):
+        await asyncio.wait_for(receiving, 1)
+
+
+async def test_a_window_paused_across_a_reconnect_grants_on_resume() -> None:
+    consumer, _, transport = await make(receiver_queue_size=4)
+    consumer.pause_message_listener()
+    transport.drop_connection("test")
+    await wait_until(lambda: transport.connects == 2)
+    assert transport.permits == [4]
+    consumer.resume_message_listener()
+    assert transport.permits == [4, 4]
+
+
+async def test_batch_receive_on_a_zero_queue_asks_for_a_message() -> None:
+    consumer, _, transport = await make(
+        receiver_queue_size=0, batch_receive_policy=BatchReceivePolicy(timeout_ms=50)
+    )
+    assert await consumer.batch_receive() == []
+    assert transport.permits == [1]
+
+
+async def test_cumulative_acks_are_refused_on_shared() -> None:
+    consumer, partition, _ = await make(consumer_type=ConsumerType.Shared)
+    partition.on_messages([message(1)])
+    with pytest.raises(InvalidConfigurationError):
+        consumer.acknowledge_cumulative(await consumer.receive(timeout_millis=1000))
+
+
+async def test_seek_gives_back_the_permits_of_the_dropped_messages() -> None:
+    consumer, partition, transport = await make(receiver_queue_size=4)
+    partition.on_messages([message(i) for i in range(4)])
+    await consumer.seek(Id(0))
+    assert consumer.stats.queue_depth == 0
+    assert transport.permits == [4, 4]
