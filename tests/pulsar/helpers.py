@@ -258,3 +258,15 @@ def tap_wire(monkeypatch: pytest.MonkeyPatch) -> WireTap:
 
     monkeypatch.setattr(Connection, "write", tapped_write)
     return tap
+
+
+SHARED_FROM_EARLIEST: dict[str, Any] = {
+    "consumer_type": msgclient.ConsumerType.Shared,
+    "initial_position": msgclient.InitialPosition.Earliest,
+}
+
+
+async def official_backlog(url: str, topic: str, payloads: list[bytes]) -> list[bytes]:
+    """The payloads as unbatched messages from the official client; returns them."""
+    await official_produce(url, topic, [Publish(v) for v in payloads], batching_enabled=False)
+    return payloads

@@ -25,23 +25,14 @@ from tests.pulsar.consume_helpers import (
     receive_n,
 )
 from tests.pulsar.helpers import (
-    Publish,
+    SHARED_FROM_EARLIEST,
     WireTap,
-    official_produce,
-    tap_wire,
+    official_backlog,
     wait_until,
     within,
 )
 
-SHARED: dict[str, Any] = {
-    "consumer_type": msgclient.ConsumerType.Shared,
-    "initial_position": msgclient.InitialPosition.Earliest,
-}
-
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> WireTap:
-    return tap_wire(monkeypatch)
+SHARED = SHARED_FROM_EARLIEST
 
 
 def values(count: int) -> list[bytes]:
@@ -50,9 +41,7 @@ def values(count: int) -> list[bytes]:
 
 async def backlog(url: str, topic: str, count: int) -> list[bytes]:
     """``count`` unbatched messages from the official client."""
-    sent = values(count)
-    await official_produce(url, topic, [Publish(v) for v in sent], batching_enabled=False)
-    return sent
+    return await official_backlog(url, topic, values(count))
 
 
 def entries(acks: list[pb.CommandAck]) -> list[tuple[int, int]]:

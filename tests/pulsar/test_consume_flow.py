@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
 
 import pytest
 
@@ -21,24 +20,17 @@ from msgclient.embedded import PulsarBroker
 from tests.pulsar.consume_helpers import assert_no_message, receive_n
 from tests.pulsar.helpers import (
     QUIET_MS,
+    SHARED_FROM_EARLIEST,
     Publish,
     WireTap,
+    official_backlog,
     official_produce,
-    tap_wire,
     wait_until,
     within,
 )
 
 N = 20  # receiver_queue_size
-SHARED: dict[str, Any] = {
-    "consumer_type": msgclient.ConsumerType.Shared,
-    "initial_position": msgclient.InitialPosition.Earliest,
-}
-
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> WireTap:
-    return tap_wire(monkeypatch)
+SHARED = SHARED_FROM_EARLIEST
 
 
 def values(count: int) -> list[bytes]:
@@ -46,10 +38,8 @@ def values(count: int) -> list[bytes]:
 
 
 async def backlog(url: str, topic: str, count: int) -> list[bytes]:
-    """``count`` unbatched messages, produced before anyone subscribes."""
-    sent = values(count)
-    await official_produce(url, topic, [Publish(v) for v in sent], batching_enabled=False)
-    return sent
+    """``count`` unbatched messages from the official client."""
+    return await official_backlog(url, topic, values(count))
 
 
 async def test_the_queue_never_holds_more_than_its_size(

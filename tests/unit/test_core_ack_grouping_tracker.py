@@ -10,26 +10,9 @@ import pytest
 from msgclient.core.ack_grouping_tracker import AckBatch, AcknowledgmentsGroupingTracker
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import MessageId
-from tests.unit.test_core_timing_wheel import FakeScheduler
+from tests.unit.fakes import EntryId, FakeScheduler
 
 GROUP_TIME = 0.1
-
-
-class EntryId(MessageId):
-    __slots__ = ("entry", "ledger")
-
-    def __init__(self, ledger: int, entry: int) -> None:
-        self.ledger = ledger
-        self.entry = entry
-
-    def serialize(self) -> bytes:
-        return f"{self.ledger}:{self.entry}".encode()
-
-    def _sort_key(self) -> tuple[int, ...]:
-        return (self.ledger, self.entry)
-
-    def __repr__(self) -> str:
-        return f"EntryId({self.ledger}, {self.entry})"
 
 
 def ids(*entries: int) -> tuple[MessageId, ...]:

@@ -1,14 +1,13 @@
 """TimingWheel: O(1) add and cancel, never early, one timer armed only while entries exist.
 
-A fake clock drives it (``FakeScheduler``, also used by the tracker tests): time moves only
-when a test says so, and the timers it passes run at their own time, in order.
+A fake clock drives it (``tests.unit.fakes.FakeScheduler``): time moves only when a test
+says so, and the timers it passes run at their own time, in order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import heapq
 import itertools
 import logging
 import random
@@ -19,59 +18,10 @@ import pytest
 
 from msgclient.core.timing_wheel import TimingWheel, wheel_size_for
 from msgclient.errors import InvalidConfigurationError
+from tests.unit.fakes import FakeScheduler
 
 TICK = 0.1
 EPSILON = 1e-9
-
-
-class FakeTimer:
-    __slots__ = ("callback", "cancelled", "when")
-
-    def __init__(self, when: float, callback: Callable[[], object]) -> None:
-        self.when = when
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class FakeScheduler:
-    """A ``Scheduler`` whose clock moves only in ``advance`` and ``stall``."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-        self.wakeups = 0  # timers run so far
-        self._timers: list[tuple[float, int, FakeTimer]] = []
-        self._order = itertools.count()
-
-    def time(self) -> float:
-        return self.now
-
-    def call_at(self, when: float, callback: Callable[[], object]) -> FakeTimer:
-        timer = FakeTimer(when, callback)
-        heapq.heappush(self._timers, (when, next(self._order), timer))
-        return timer
-
-    @property
-    def armed(self) -> int:
-        """Timers scheduled and not cancelled."""
-        return sum(not timer.cancelled for _, _, timer in self._timers)
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock on, running each timer due on the way at its own time."""
-        target = self.now + seconds
-        while self._timers and self._timers[0][0] <= target:
-            when, _, timer = heapq.heappop(self._timers)
-            if not timer.cancelled:
-                self.now = max(self.now, when)
-                self.wakeups += 1
-                timer.callback()
-        self.now = target
-
-    def stall(self, seconds: float) -> None:
-        """Move the clock on without running timers, as a blocked event loop would."""
-        self.now += seconds
 
 
 class Recorder:

@@ -7,43 +7,10 @@ import pytest
 from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.core.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import InvalidConfigurationError
-from msgclient.message import MessageId
-from tests.unit.test_core_timing_wheel import FakeScheduler
+from tests.unit.fakes import EntryId, FakeScheduler, Redeliveries
 
 ACK_TIMEOUT = 2.0
 TICK_TIME = 1.0
-
-
-class EntryId(MessageId):
-    __slots__ = ("entry", "ledger")
-
-    def __init__(self, ledger: int, entry: int) -> None:
-        self.ledger = ledger
-        self.entry = entry
-
-    def serialize(self) -> bytes:
-        return f"{self.ledger}:{self.entry}".encode()
-
-    def _sort_key(self) -> tuple[int, ...]:
-        return (self.ledger, self.entry)
-
-    def __repr__(self) -> str:
-        return f"EntryId({self.ledger}, {self.entry})"
-
-
-class Redeliveries:
-    """The ``redeliver`` callback: each call's ids, and the time of the call."""
-
-    def __init__(self, clock: FakeScheduler) -> None:
-        self.clock = clock
-        self.calls: list[tuple[float, list[MessageId]]] = []
-
-    def __call__(self, message_ids: list[MessageId]) -> None:
-        self.calls.append((self.clock.time(), message_ids))
-
-    @property
-    def ids(self) -> list[list[MessageId]]:
-        return [message_ids for _, message_ids in self.calls]
 
 
 @pytest.fixture
