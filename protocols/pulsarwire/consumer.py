@@ -13,6 +13,7 @@ from msgclient.adapter import ConsumerEvents, ConsumerTransport
 from msgclient.core.ack_grouping_tracker import AckBatch
 from msgclient.errors import (
     BrokerError,
+    ChecksumMismatchError,
     ConnectionClosedError,
     InvalidConfigurationError,
     MalformedFrameError,
@@ -343,11 +344,12 @@ class PulsarConsumerTransport(ConsumerTransport):
         # Corrupt: as the Java client, acknowledge it with the reason, or it would come
         # back forever.
         log.error("%s is corrupt, discarded: %s", where, error)
-        reason = (
-            pb.CommandAck.BatchDeSerializeError
-            if isinstance(error, MalformedFrameError)
-            else pb.CommandAck.DecompressionError
-        )
+        if isinstance(error, ChecksumMismatchError):
+            reason = pb.CommandAck.ChecksumMismatch
+        elif isinstance(error, MalformedFrameError):
+            reason = pb.CommandAck.BatchDeSerializeError
+        else:
+            reason = pb.CommandAck.DecompressionError
         ack = pb.CommandAck(
             consumer_id=self.consumer_id,
             ack_type=INDIVIDUAL,

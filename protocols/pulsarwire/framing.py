@@ -88,12 +88,16 @@ class Frame:
 
     ``metadata`` and ``payload`` are set when the frame has a payload section (SEND,
     MESSAGE); ``broker_entry_metadata`` only when the broker prepended one.
+    ``checksum_error`` is set on a MESSAGE whose checksum does not match: the frame itself
+    is sound, only that entry is corrupt, and the consumer discards it (as the Java client)
+    instead of losing the connection to an entry the broker would send again.
     """
 
     command: pb.BaseCommand
     metadata: pb.MessageMetadata | None = None
     payload: bytes | None = None
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None
+    checksum_error: ChecksumMismatchError | None = None
 
 
 class FrameDecoder:
@@ -221,10 +225,13 @@ def _decode_payload(command: pb.BaseCommand, view: memoryview, pos: int, end: in
             google_crc32c.value(bytes(view[pos:metadata_end])), payload
         )
         if computed != checksum:
-            raise ChecksumMismatchError(
+            error = ChecksumMismatchError(
                 f"CRC32C mismatch: frame says 0x{checksum:08x}, computed 0x{computed:08x} "
                 f"over {end - pos} bytes of metadata and payload"
             )
+            if command.type != pb.BaseCommand.MESSAGE:
+                raise error
+            return Frame(command, None, payload, broker_entry_metadata, error)
     metadata = _parse(pb.MessageMetadata, view[pos + 4 : metadata_end])
     return Frame(command, metadata, payload, broker_entry_metadata)
 

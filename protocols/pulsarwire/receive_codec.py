@@ -24,6 +24,8 @@ _U32 = struct.Struct(">I")
 
 def decode_entry(frame: Frame, topic: str, partition: int) -> list[Message]:
     """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked."""
+    if frame.checksum_error is not None:
+        raise frame.checksum_error
     command = frame.command.message
     metadata = frame.metadata
     if metadata is None or frame.payload is None:

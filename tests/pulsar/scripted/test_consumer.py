@@ -506,6 +506,22 @@ async def test_corrupt_entry_is_acked_as_such_and_its_permit_given_back(
     assert events.disconnects == []  # the connection stayed up
 
 
+async def test_entry_with_a_bad_checksum_is_acked_as_such_and_the_connection_stays(
+    server: ScriptedPulsarServer, subscribe: Subscribe
+) -> None:
+    # The Java client's discardCorruptedMessage: closing the connection instead would get
+    # the same stored entry redelivered, again and again.
+    consumer, events = await subscribe()
+    corrupt = bytearray(message_frame(consumer.consumer_id, 1, 0, [b"a", b"b"], batched=True))
+    corrupt[-1] ^= 0x01  # one payload bit: the CRC32C no longer matches
+    dispatch(server, consumer, bytes(corrupt), message_frame(consumer.consumer_id, 1, 1, [b"ok"]))
+    await events.wait(lambda: events.values == [b"ok"])
+    (ack,) = await server.wait_for(Type.ACK)
+    assert ack.command.ack.validation_error == pb.CommandAck.ChecksumMismatch
+    assert ids(ack.command.ack) == [(1, 0, [])]
+    assert events.disconnects == []
+
+
 async def test_entry_this_client_cannot_decompress_stays_unacked(
     server: ScriptedPulsarServer, subscribe: Subscribe, monkeypatch: pytest.MonkeyPatch
 ) -> None:

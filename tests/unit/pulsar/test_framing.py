@@ -299,6 +299,24 @@ def test_bad_checksum_names_both_values() -> None:
         FrameDecoder().feed(bytes(data))
 
 
+def test_a_message_with_a_bad_checksum_is_delivered_marked_and_decoding_goes_on() -> None:
+    # Only that entry is corrupt: the consumer discards it; the stream itself is sound.
+    message = pb.BaseCommand(
+        type=pb.BaseCommand.MESSAGE,
+        message=pb.CommandMessage(
+            consumer_id=1, message_id=pb.MessageIdData(ledgerId=1, entryId=2)
+        ),
+    )
+    data = bytearray(encode_payload_command(message, metadata().SerializeToString(), b"data"))
+    data[-1] ^= 0x01
+    corrupt, ping = FrameDecoder().feed(
+        bytes(data) + encode_command(pb.BaseCommand(type=pb.BaseCommand.PING))
+    )
+    assert isinstance(corrupt.checksum_error, ChecksumMismatchError)
+    assert corrupt.metadata is None
+    assert ping.command.type == pb.BaseCommand.PING
+
+
 def test_metadata_size_overflowing_the_frame() -> None:
     section = struct.pack(">I", 100) + b"short"
     with pytest.raises(MalformedFrameError, match=r"metadata_size 100 overflows .* 5 bytes left"):
