@@ -182,6 +182,11 @@ class Client(AsyncClosing):
         """Read ``topic`` from ``start_message_id`` (a MessageId, or InitialPosition.Earliest
         / Latest) with a non-durable subscription of its own."""
         at_id = isinstance(start_message_id, MessageId)
+        if at_id and await self._backend.partition_count(self._backend.normalize_topic(topic)):
+            raise InvalidConfigurationError(
+                "a reader of a partitioned topic starts at InitialPosition.Earliest or Latest: "
+                "a message id names only one partition"
+            )
         consumer = await self.subscribe(
             topic,
             f"reader-{uuid.uuid4().hex[:10]}",

@@ -182,12 +182,29 @@ class Consumer(AsyncClosing):
     # -- position and lifecycle ---------------------------------------------------------
 
     async def seek(self, position: MessageId | int) -> None:
-        """Move the subscription to a message id, or a publish time (ms since the epoch)."""
+        """Move the subscription to a message id, or a publish time (ms since the epoch).
+
+        A message id names one partition: on a consumer of several, seek by time (as in
+        the Java client).
+        """
+        if isinstance(position, MessageId) and len(self._partitions) > 1:
+            raise InvalidConfigurationError(
+                "seek to a message id needs a single-partition consumer; seek by time instead"
+            )
         await asyncio.gather(*(p.seek(position) for p in self._partitions))
 
     async def get_last_message_id(self) -> MessageId | None:
         """The last message id of the (single) topic partition; None if it is empty."""
+        if len(self._partitions) > 1:
+            raise InvalidConfigurationError(
+                "get_last_message_id needs a single-partition consumer; see last_message_ids"
+            )
         return await self._partitions[0].get_last_message_id()
+
+    async def last_message_ids(self) -> dict[str, MessageId | None]:
+        """The last message id of every topic partition, by partition topic name."""
+        ids = await asyncio.gather(*(p.get_last_message_id() for p in self._partitions))
+        return {p.topic: i for p, i in zip(self._partitions, ids, strict=True)}
 
     def pause_message_listener(self) -> None:
         """Stop asking the broker for more messages (those in flight still arrive)."""

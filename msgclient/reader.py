@@ -21,7 +21,7 @@ class Reader(AsyncClosing):
         self._consumer = consumer
         self._start = start
         self._inclusive = inclusive
-        self._last_read: MessageId | None = None
+        self._last_read: dict[str, MessageId] = {}  # by partition topic name
 
     @property
     def topic(self) -> str:
@@ -30,7 +30,7 @@ class Reader(AsyncClosing):
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message; ReceiveTimeoutError if none arrives within the timeout."""
         message = await self._consumer.receive(timeout_millis)
-        self._last_read = message.message_id()
+        self._last_read[message.topic_name()] = message.message_id()
         # As the Java reader: move the subscription's cursor, so that a broker resuming
         # the subscription after a reconnect resumes after what was read.
         self._consumer.acknowledge_cumulative(message)
@@ -47,11 +47,16 @@ class Reader(AsyncClosing):
         queue is empty)."""
         if self._consumer.stats.queue_depth:
             return True
-        last = await self._consumer.get_last_message_id()
+        last_ids = await self._consumer.last_message_ids()
+        return any(self._after_read(topic, last) for topic, last in last_ids.items())
+
+    def _after_read(self, topic: str, last: MessageId | None) -> bool:
+        """Whether ``last``, a partition's last message, is beyond what was read of it."""
         if last is None:
             return False
-        if self._last_read is not None:
-            return last > self._last_read
+        read = self._last_read.get(topic)
+        if read is not None:
+            return last > read
         if isinstance(self._start, MessageId):
             return last >= self._start if self._inclusive else last > self._start
         return self._start is InitialPosition.Earliest
@@ -59,7 +64,7 @@ class Reader(AsyncClosing):
     async def seek(self, position: MessageId | int) -> None:
         """Read on from a message id, or a publish time (ms since the epoch)."""
         await self._consumer.seek(position)
-        self._last_read = None
+        self._last_read = {}
         # The broker's next message is the one sought (by id), or the first published at
         # or after the time: anything in the topic may be next.
         self._start = position if isinstance(position, MessageId) else InitialPosition.Earliest

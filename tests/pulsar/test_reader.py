@@ -2,9 +2,10 @@
 not, batched or not), has_message_available, no subscription left behind; and the blocking
 facade's reader and consumer.
 
-pulsar-lite quirks met here (brokers.md): GET_LAST_MESSAGE_ID on an EMPTY topic answers
-with an error (it closes the connection), so has_message_available is only asked on
-topics with messages; and its answer for a batched last entry carries no batch index
+pulsar-lite quirks met here (brokers.md): GET_LAST_MESSAGE_ID on an EMPTY topic (or
+partition) answers with an error (UnknownError "Topic has no messages"; the connection
+stays up), so has_message_available is only asked where every partition has messages;
+and its answer for a batched last entry carries no batch index
 (-1, where an Apache broker gives the index of the batch's last message), so a reader
 whose position is inside the last batch cannot learn from the broker that the rest of the
 batch is there (the official client answers False there too): has_message_available is
@@ -267,3 +268,26 @@ async def test_reader_iterates(client: msgclient.Client, topic: str) -> None:
     assert got == values()
     await assert_read_nothing_more(reader)
     await reader.close()
+
+
+async def test_a_reader_of_a_partitioned_topic(
+    make_pulsar_broker: Callable[..., PulsarBroker], topic: str
+) -> None:
+    broker = make_pulsar_broker(partitioned_topics={topic: 3})
+    async with msgclient.Client(broker.service_url, operation_timeout_seconds=5) as client:
+        # Unbatched round robin: a message on every partition (pulsar-lite errors on the
+        # last message id of an empty one, module doc).
+        await produce(client, topic, values(6), batching_enabled=False)
+        reader = await client.create_reader(topic, EARLIEST)
+        assert await within(reader.has_message_available())
+        messages = await within(read(reader, 6))
+        assert sorted(payloads(messages)) == values(6)
+        assert len({m.topic_name() for m in messages}) == 3
+        assert not await within(reader.has_message_available())
+        await produce(client, topic, [b"more"], batching_enabled=False)
+        assert await within(reader.has_message_available())
+        assert (await within(reader.read_next())).data() == b"more"
+        await reader.close()
+        # A message id names one partition: a partitioned reader cannot start at one.
+        with pytest.raises(msgclient.InvalidConfigurationError, match="partitioned"):
+            await client.create_reader(topic, messages[0].message_id())
