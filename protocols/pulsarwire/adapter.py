@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import ssl
 
 from msgclient import __version__
@@ -53,8 +54,12 @@ class PulsarBackend(ProtocolBackend):
         self.lookup = PulsarLookupService(
             self.pool, addresses, self._use_tls, options.max_lookup_redirects
         )
-        self._producer_ids = itertools.count()
-        self._consumer_ids = itertools.count()
+        # Ids only need to be unique per connection, but some brokers (pulsar-lite) key
+        # consumers by id per subscription: clients that all start at 0 would collide on a
+        # shared subscription. A random start per client keeps them apart.
+        first_id = random.randrange(2**31)
+        self._producer_ids = itertools.count(first_id)
+        self._consumer_ids = itertools.count(first_id)
 
     def new_producer_id(self) -> int:
         return next(self._producer_ids)

@@ -5,6 +5,7 @@ multi-topic and partitioned consumers, and a consumer across a broker restart.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,7 +26,7 @@ from tests.pulsar.consume_helpers import (
     produce_one_by_one,
     receive_n,
 )
-from tests.pulsar.helpers import TIMEOUT
+from tests.pulsar.helpers import TIMEOUT, within
 
 SUB = "types"
 SHARED = msgclient.ConsumerType.Shared
@@ -313,3 +314,29 @@ async def test_consumer_resubscribes_after_a_broker_restart(
         assert set(payloads(before) + payloads(after)) == set(values)
         await ack_confirmed(consumer, after)
         await consumer.close()
+
+
+async def test_two_clients_share_a_subscription(pulsar_broker: PulsarBroker, topic: str) -> None:
+    # pulsar-lite keys consumers by id per subscription: clients whose ids both started at 0
+    # were refused ("Consumer 0 already exists") and dropped. Ids start at random per client.
+    async with (
+        msgclient.Client(pulsar_broker.service_url, operation_timeout_seconds=5) as first,
+        msgclient.Client(pulsar_broker.service_url, operation_timeout_seconds=5) as second,
+    ):
+        options = {"consumer_type": msgclient.ConsumerType.Shared, "receiver_queue_size": 1}
+        consumers = [
+            await within(client.subscribe(topic, "shared-by-two", **options))
+            for client in (first, second)
+        ]
+        producer = await first.create_producer(topic, batching_enabled=False)
+        for i in range(20):
+            await within(producer.send(b"m%d" % i))
+        received: list[list[bytes]] = [[], []]
+        while sum(map(len, received)) < 20:
+            for index, consumer in enumerate(consumers):
+                with contextlib.suppress(msgclient.ReceiveTimeoutError):
+                    message = await consumer.receive(timeout_millis=50)
+                    received[index].append(message.data())
+                    consumer.acknowledge(message)
+        assert sorted(received[0] + received[1]) == sorted(b"m%d" % i for i in range(20))
+        assert received[0] and received[1]  # both took part
