@@ -37,7 +37,8 @@ async def test_produce_and_receipt(server: ScriptedPulsarServer, make_client: Ma
         producer = await make_client(server.url).create_producer(TOPIC, batching_enabled=False)
         first = await producer.send(b"one", properties={"k": "v"})
         second = await producer.send(b"two")
-    assert producer.producer_name == "broker-0"
+    (registration,) = server.commands(Type.PRODUCER)
+    assert producer.producer_name == f"broker-{registration.command.producer.producer_id}"
     assert (first, second) == (PulsarMessageId(1, 0, -1), PulsarMessageId(1, 1, -1))
     sends = server.commands(Type.SEND)
     assert [r.command.send.sequence_id for r in sends] == [42, 43]  # after the broker's last
@@ -71,7 +72,8 @@ async def test_broker_closing_the_producer_makes_it_register_again_and_resend(
     registrations = [r.command.producer for r in server.commands(Type.PRODUCER)]
     assert len(registrations) == 2
     assert registrations[0].producer_id == registrations[1].producer_id
-    assert registrations[1].producer_name == "broker-0"  # keeps the name it was given
+    # keeps the name it was given
+    assert registrations[1].producer_name == f"broker-{registrations[0].producer_id}"
     assert registrations[1].epoch > registrations[0].epoch
     sent = [(r.command.send.sequence_id, r.payload) for r in server.commands(Type.SEND)]
     assert sent == [(0, b"a"), (1, b"b"), (0, b"a"), (1, b"b")]  # resent in order
