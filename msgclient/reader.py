@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
 from msgclient.message import Message, MessageId
@@ -28,8 +30,20 @@ class Reader(AsyncClosing):
         return self._consumer.topic
 
     async def read_next(self, timeout_millis: int | None = None) -> Message:
-        """The next message; ReceiveTimeoutError if none arrives within the timeout."""
-        message = await self._consumer.receive(timeout_millis)
+        """The next message; ReceiveTimeoutError if none arrives within the timeout.
+
+        A reader moves forward through each partition: a message at or before the last
+        one read of its partition is a second copy (a broker dispatching twice) and is
+        skipped.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_millis is None else loop.time() + timeout_millis / 1000
+        while True:
+            remaining = None if deadline is None else max(0, int((deadline - loop.time()) * 1000))
+            message = await self._consumer.receive(remaining)
+            last = self._last_read.get(message.topic_name())
+            if last is None or message.message_id() > last:
+                break
         self._last_read[message.topic_name()] = message.message_id()
         # As the Java reader: move the subscription's cursor, so that a broker resuming
         # the subscription after a reconnect resumes after what was read.

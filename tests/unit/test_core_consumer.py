@@ -27,8 +27,10 @@ from msgclient.options import (
     ConsumerOptions,
     ConsumerType,
     DeadLetterPolicy,
+    InitialPosition,
     SubscriptionMode,
 )
+from msgclient.reader import Reader
 
 TOPIC = "persistent://public/default/t"
 
@@ -352,3 +354,17 @@ async def test_seek_gives_back_the_permits_of_the_dropped_messages() -> None:
     await consumer.seek(Id(0))
     assert consumer.stats.queue_depth == 0
     assert transport.permits == [4, 4]
+
+
+async def test_a_reader_skips_second_copies_of_what_it_read() -> None:
+    consumer, partition, _ = await make(subscription_mode=SubscriptionMode.NonDurable)
+    reader = Reader(consumer, InitialPosition.Earliest, inclusive=False)
+    partition.on_messages([message(1), message(2)])
+    partition.on_messages([message(2), message(3)])  # the broker dispatched 2 twice
+    assert [(await reader.read_next(1000)).message_id() for _ in range(3)] == [
+        Id(1),
+        Id(2),
+        Id(3),
+    ]
+    with pytest.raises(ReceiveTimeoutError):
+        await reader.read_next(50)
