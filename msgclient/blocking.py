@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from msgclient import client as async_client
 from msgclient import consumer as async_consumer
@@ -21,6 +21,7 @@ from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
 from msgclient.message import Message, MessageId, SendCallback
 from msgclient.options import InitialPosition
+from msgclient.producer import MessageOptions
 
 T = TypeVar("T")
 
@@ -98,7 +99,9 @@ class Producer(Closing):
     def last_sequence_id(self) -> int:
         return self._producer.last_sequence_id
 
-    def send(self, value: bytes | bytearray | memoryview, **message_options: Any) -> MessageId:
+    def send(
+        self, value: bytes | bytearray | memoryview, **message_options: Unpack[MessageOptions]
+    ) -> MessageId:
         """Send and wait for the broker's confirmation (options as the async ``send``)."""
         return self._runner.run(self._producer.send(value, **message_options))
 
@@ -106,7 +109,7 @@ class Producer(Closing):
         self,
         value: bytes | bytearray | memoryview,
         callback: SendCallback | None = None,
-        **message_options: Any,
+        **message_options: Unpack[MessageOptions],
     ) -> concurrent.futures.Future[MessageId]:
         """Queue a message; blocks only while the queue is full (block_if_queue_full)."""
         enqueued = self._runner.run(self._producer.send_async(value, callback, **message_options))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
+from typing import TypedDict, Unpack
 
 from msgclient.closing import AsyncClosing
 from msgclient.core.limits import Limit
@@ -20,6 +21,20 @@ from msgclient.message import MessageId, OutgoingMessage, SendCallback
 from msgclient.options import ProducerOptions, check_non_negative, check_properties
 
 LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
+
+
+class MessageOptions(TypedDict, total=False):
+    """The per-message options of ``send`` and ``send_async``."""
+
+    partition_key: str | None
+    ordering_key: str | bytes | None
+    properties: Mapping[str, str] | None
+    event_timestamp: int | None
+    sequence_id: int | None
+    disable_replication: bool
+    replication_clusters: list[str] | None
+    deliver_at: int | None
+    deliver_after: int | None
 
 
 class Producer(AsyncClosing):
@@ -67,33 +82,11 @@ class Producer(AsyncClosing):
         return sum(p.pending_count for p in self._partitions)
 
     async def send(
-        self,
-        value: bytes | bytearray | memoryview,
-        *,
-        partition_key: str | None = None,
-        ordering_key: str | bytes | None = None,
-        properties: Mapping[str, str] | None = None,
-        event_timestamp: int | None = None,
-        sequence_id: int | None = None,
-        disable_replication: bool = False,
-        replication_clusters: list[str] | None = None,
-        deliver_at: int | None = None,
-        deliver_after: int | None = None,
+        self, value: bytes | bytearray | memoryview, **options: Unpack[MessageOptions]
     ) -> MessageId:
-        """Send one message and wait until the broker has stored it."""
-        future = await self.send_async(
-            value,
-            partition_key=partition_key,
-            ordering_key=ordering_key,
-            properties=properties,
-            event_timestamp=event_timestamp,
-            sequence_id=sequence_id,
-            disable_replication=disable_replication,
-            replication_clusters=replication_clusters,
-            deliver_at=deliver_at,
-            deliver_after=deliver_after,
-        )
-        return await future
+        """Send one message and wait until the broker has stored it (options as
+        ``send_async``)."""
+        return await (await self.send_async(value, **options))
 
     async def send_async(
         self,
