@@ -113,7 +113,6 @@ class PartitionProducer(ProducerEvents):
         for op in self._pending:  # resend in order what the old connection left unconfirmed
             self._transport.write(op.frame)
         self._connected = True
-        self._backoff.reset()
 
     def on_disconnected(self, error: Exception) -> None:
         if not self._connected or self._closed:
