@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar, Unpack
 
 from msgclient import client as async_client
@@ -146,6 +146,10 @@ class Consumer(Closing):
     def receive(self, timeout_millis: int | None = None) -> Message:
         return self._runner.run(self._consumer.receive(timeout_millis))
 
+    def __iter__(self) -> Iterator[Message]:
+        while True:
+            yield self.receive()
+
     def batch_receive(self) -> list[Message]:
         return self._runner.run(self._consumer.batch_receive())
 
@@ -159,8 +163,22 @@ class Consumer(Closing):
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         self._runner.loop.call_soon_threadsafe(self._consumer.negative_acknowledge, message)
 
-    def reconsume_later(self, message: Message, delay_ms: int) -> None:
-        self._runner.run(self._consumer.reconsume_later(message, delay_ms))
+    def reconsume_later(
+        self, message: Message, delay_ms: int, properties: Mapping[str, str] | None = None
+    ) -> None:
+        self._runner.run(self._consumer.reconsume_later(message, delay_ms, properties))
+
+    def pause_message_listener(self) -> None:
+        self._runner.loop.call_soon_threadsafe(self._consumer.pause_message_listener)
+
+    def resume_message_listener(self) -> None:
+        self._runner.loop.call_soon_threadsafe(self._consumer.resume_message_listener)
+
+    def get_last_message_id(self) -> MessageId | None:
+        return self._runner.run(self._consumer.get_last_message_id())
+
+    def has_reached_end_of_topic(self) -> bool:
+        return self._consumer.has_reached_end_of_topic()
 
     def seek(self, position: MessageId | int) -> None:
         self._runner.run(self._consumer.seek(position))
@@ -185,6 +203,10 @@ class Reader(Closing):
 
     def read_next(self, timeout_millis: int | None = None) -> Message:
         return self._runner.run(self._reader.read_next(timeout_millis))
+
+    def __iter__(self) -> Iterator[Message]:
+        while True:
+            yield self.read_next()
 
     def has_message_available(self) -> bool:
         return self._runner.run(self._reader.has_message_available())

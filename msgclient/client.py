@@ -202,8 +202,10 @@ class Client(AsyncClosing):
         )
         return Reader(consumer, start_message_id, start_message_id_inclusive)
 
-    async def _dead_letter_producer(self, topic: str) -> Producer:
-        return await self.create_producer(topic, batching_enabled=False)
+    async def _dead_letter_producer(self, topic: str, initial_subscription: str | None) -> Producer:
+        return await self.create_producer(
+            topic, batching_enabled=False, initial_subscription_name=initial_subscription
+        )
 
     def _partition_names(self, topic: str, partitions: int) -> list[tuple[str, int]]:
         if partitions == 0:

@@ -74,6 +74,10 @@ class Consumer(AsyncClosing):
             queue_depth=len(self._queue),
         )
 
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic was terminated and everything in it was delivered."""
+        return all(p.reached_end_of_topic for p in self._partitions)
+
     @property
     def is_active(self) -> bool | None:
         """Failover: whether this consumer is the active one (None until the broker says)."""

@@ -204,6 +204,9 @@ class ProducerOptions:
     )
     message_router: MessageRouter | None = attrs.field(default=None, validator=_router)
     properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
+    # Create this subscription with the topic, so that nothing sent is lost before a
+    # consumer subscribes (dead-letter producers use it).
+    initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
 
     def __attrs_post_init__(self) -> None:
         if self.initial_sequence_id is not None:
@@ -347,7 +350,7 @@ class ConsumerOptions:
     # enableRetry); needs a dead_letter_policy.
     retry_enable: bool = attrs.field(default=False, validator=_is_bool)
     batch_receive_policy: BatchReceivePolicy = attrs.field(
-        factory=BatchReceivePolicy, validator=_optional_instance(BatchReceivePolicy)
+        factory=BatchReceivePolicy, validator=attrs.validators.instance_of(BatchReceivePolicy)
     )
     properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
     replicate_subscription_state_enabled: bool = attrs.field(default=False, validator=_is_bool)

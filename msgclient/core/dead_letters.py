@@ -36,7 +36,7 @@ class Sender(Protocol):
     ) -> MessageId: ...
 
 
-SenderFactory = Callable[[str], Awaitable[Sender]]
+SenderFactory = Callable[[str, str | None], Awaitable[Sender]]  # topic, initial subscription
 
 
 class DeadLetterRouter:
@@ -53,6 +53,7 @@ class DeadLetterRouter:
         self.dead_letter_topic = policy.dead_letter_topic or f"{topic}-{subscription}-DLQ"
         self.retry_letter_topic = policy.retry_letter_topic or f"{topic}-{subscription}-RETRY"
         self._create_sender = create_sender
+        self._initial_subscription = policy.initial_subscription_name
         self._senders: dict[str, Sender] = {}
 
     def is_dead(self, message: Message) -> bool:
@@ -83,7 +84,8 @@ class DeadLetterRouter:
     ) -> MessageId:
         sender = self._senders.get(topic)
         if sender is None:
-            sender = self._senders[topic] = await self._create_sender(topic)
+            sender = await self._create_sender(topic, self._initial_subscription)
+            self._senders[topic] = sender
         properties = {
             **message.properties(),
             REAL_TOPIC: message.properties().get(REAL_TOPIC, message.topic_name()),

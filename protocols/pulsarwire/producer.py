@@ -68,6 +68,8 @@ class PulsarProducerTransport(ProducerTransport):
         name = self._options.producer_name or self._encoder.producer_name
         if name:
             producer.producer_name = name
+        if self._options.initial_subscription_name:
+            producer.initial_subscription_name = self._options.initial_subscription_name
         if self._options.properties:
             producer.metadata.extend(
                 pb.KeyValue(key=k, value=v) for k, v in self._options.properties.items()

@@ -235,6 +235,8 @@ def test_blocking_reader_and_consumer(pulsar_broker: PulsarBroker, topic: str) -
 
         received = [consumer.receive(timeout_millis=int(TIMEOUT * 1000)) for _ in range(5)]
         assert payloads(received) == values(5)
+        assert consumer.get_last_message_id() == ids[-1]
+        assert not consumer.has_reached_end_of_topic()
         for message in received[1:]:
             consumer.acknowledge(message)
         consumer.negative_acknowledge(received[0])
@@ -248,7 +250,8 @@ def test_blocking_reader_and_consumer(pulsar_broker: PulsarBroker, topic: str) -
         reader = client.create_reader(topic, ids[1])
         assert reader.topic == full_name(topic)
         assert reader.has_message_available()
-        read_back = [reader.read_next(timeout_millis=int(TIMEOUT * 1000)) for _ in range(3)]
+        read_back = [next(iter(reader))]  # blocking iteration
+        read_back += [reader.read_next(timeout_millis=int(TIMEOUT * 1000)) for _ in range(2)]
         assert [m.message_id() for m in read_back] == ids[2:]
         assert not reader.has_message_available()
         with pytest.raises(msgclient.ReceiveTimeoutError):

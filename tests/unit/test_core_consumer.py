@@ -105,7 +105,7 @@ class Sent:
     def __init__(self) -> None:
         self.messages: list[tuple[str, bytes, Mapping[str, str] | None]] = []
 
-    def sender(self, topic: str) -> Any:
+    def sender(self, topic: str, initial_subscription: str | None) -> Any:
         outer = self
 
         class _Sender:

@@ -236,3 +236,12 @@ async def test_close_unregisters_the_producer(
     (closed,) = server.commands(Type.CLOSE_PRODUCER)
     (registered,) = server.commands(Type.PRODUCER)
     assert closed.command.close_producer.producer_id == registered.command.producer.producer_id
+
+
+async def test_initial_subscription_name_travels_with_the_registration(
+    server: ScriptedPulsarServer, make_client: MakeClient
+) -> None:
+    async with asyncio.timeout(WAIT):
+        await make_client(server.url).create_producer(TOPIC, initial_subscription_name="dlq-sub")
+    (registration,) = server.commands(Type.PRODUCER)
+    assert registration.command.producer.initial_subscription_name == "dlq-sub"
