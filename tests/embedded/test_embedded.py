@@ -10,8 +10,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -20,23 +19,10 @@ import pytest
 
 from msgclient.embedded import BrokerStartError, KafkaBroker, PulsarBroker
 from msgclient.embedded._process import BrokerProcess, free_loopback_port
+from tests.pulsar.helpers import official_client
 
 RECEIVE_TIMEOUT_MS = 5_000
 WAIT_SECONDS = 10.0
-
-
-@contextmanager
-def official_client(service_url: str) -> Iterator[pulsar.Client]:
-    client = pulsar.Client(
-        service_url,
-        operation_timeout_seconds=5,
-        connection_timeout_ms=2_000,
-        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
-    )
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def accepts_connections(port: int) -> bool:
