@@ -11,9 +11,12 @@ import sys
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from msgclient.embedded import PulsarBroker
 from msgclient.perf import pulsar_consume, pulsar_latency, pulsar_produce
+from msgclient.perf.plot import save_plot
 
 CONTENDERS = ("msgclient", "pulsar-client")
 
@@ -22,7 +25,20 @@ def _topic(workload: str, name: str) -> str:
     return f"perf-{workload}-{name}-{uuid.uuid4().hex[:8]}"
 
 
-def _race(workload: str, args: argparse.Namespace, run: Callable[[str, int], float]) -> None:
+@dataclass
+class Results:
+    """What a run measured, for the plot."""
+
+    rates: dict[str, dict[str, float]] = field(default_factory=dict)  # workload -> client
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # client -> seconds
+
+
+def _race(
+    workload: str,
+    args: argparse.Namespace,
+    results: Results,
+    run: Callable[[str, int], float],
+) -> None:
     """Alternating rounds (so drift hits both alike); ``run(name, round)`` -> seconds."""
     best: dict[str, float] = {}
     for round_number in range(1, args.rounds + 1):
@@ -34,9 +50,10 @@ def _race(workload: str, args: argparse.Namespace, run: Callable[[str, int], flo
     for name, rate in best.items():
         print(f"  {name:14} {rate:>12,.0f} msg/s")
     print(f"  ratio msgclient / pulsar-client: {best['msgclient'] / best['pulsar-client']:.2f}x")
+    results.rates[workload] = best
 
 
-def run_produce(url: str, args: argparse.Namespace) -> None:
+def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
     runners: dict[str, Callable[[str, str, int, int], float]] = {
         "msgclient": pulsar_produce.run_msgclient,
         "pulsar-client": pulsar_produce.official_produce,
@@ -45,10 +62,10 @@ def run_produce(url: str, args: argparse.Namespace) -> None:
     def run(name: str, _: int) -> float:
         return runners[name](url, _topic("produce", name), args.messages, args.size)
 
-    _race("produce", args, run)
+    _race("produce", args, results, run)
 
 
-def run_consume(url: str, args: argparse.Namespace) -> None:
+def run_consume(url: str, args: argparse.Namespace, results: Results) -> None:
     runners: dict[str, Callable[[pulsar_consume.Backlog], float]] = {
         "msgclient": pulsar_consume.msgclient_consume,
         "pulsar-client": pulsar_consume.official_consume,
@@ -64,10 +81,10 @@ def run_consume(url: str, args: argparse.Namespace) -> None:
             )
         return runners[name](backlogs[round_number])
 
-    _race("consume", args, run)
+    _race("consume", args, results, run)
 
 
-def run_latency(url: str, args: argparse.Namespace) -> None:
+def run_latency(url: str, args: argparse.Namespace, results: Results) -> None:
     runners = {
         "msgclient": pulsar_latency.msgclient_latency,
         "pulsar-client": pulsar_latency.official_latency,
@@ -77,6 +94,7 @@ def run_latency(url: str, args: argparse.Namespace) -> None:
         values = runners[name](url, _topic("latency", name), args.rate, args.seconds, args.size)
         p50, p99 = (pulsar_latency.percentile(values, f) * 1000 for f in (0.5, 0.99))
         print(f"  {name:14} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   ({len(values)} messages)")
+        results.latencies[name] = values
 
 
 WORKLOADS = {"produce": run_produce, "consume": run_consume, "latency": run_latency}
@@ -93,14 +111,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--service-url", help="an existing broker (default: start an embedded pulsar-lite)"
     )
+    parser.add_argument(
+        "--plot", type=Path, help="also draw the results into this PNG (needs matplotlib)"
+    )
     args = parser.parse_args(argv)
     with ExitStack() as stack:
         url = args.service_url
         if url is None:
             url = stack.enter_context(PulsarBroker()).service_url
         print(f"broker {url}; {args.messages} x {args.size} B messages, {args.rounds} rounds")
+        results = Results()
         for name in WORKLOADS if args.workload == "all" else [args.workload]:
-            WORKLOADS[name](url, args)
+            WORKLOADS[name](url, args, results)
+    if args.plot:
+        save_plot(args.plot, results.rates, results.latencies)
+        print(f"plot: {args.plot}")
     return 0
 
 
