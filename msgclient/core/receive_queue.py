@@ -114,9 +114,6 @@ class ReceiveQueue(Generic[M]):
     def __len__(self) -> int:
         return self._size
 
-    def put(self, message: M, window: FlowWindow) -> None:
-        self.put_all([message], window)
-
     def put_all(self, messages: list[M], window: FlowWindow) -> None:
         """Queue the messages of one dispatch, in order (the queue keeps the list)."""
         if not messages:

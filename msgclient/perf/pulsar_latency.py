@@ -16,7 +16,6 @@ import msgclient
 from msgclient.perf.pulsar_produce import BATCH_OPTIONS, quiet_logger
 
 _STAMP = struct.Struct(">d")
-TICK = 0.001  # the producer sends rate * TICK messages per millisecond
 
 
 def _payload(size: int) -> bytes:

@@ -105,4 +105,3 @@ class PulsarMessageId(MessageId):
 
 
 EARLIEST = PulsarMessageId(-1, -1)
-LATEST = PulsarMessageId(INT64_MAX, INT64_MAX)

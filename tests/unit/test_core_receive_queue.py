@@ -26,7 +26,7 @@ class Broker:
     def deliver(self, queue: ReceiveQueue[int], window: FlowWindow, backlog: list[int]) -> None:
         """Send as many backlog messages as there are permits for."""
         while backlog and self.permits > self.delivered:
-            queue.put(backlog.pop(0), window)
+            queue.put_all([backlog.pop(0)], window)
             self.delivered += 1
 
 
@@ -37,7 +37,7 @@ async def test_window_grants_the_whole_queue_on_connect_and_refills_at_half() ->
     window.connection_opened()
     assert broker.grants == [10]
     for i in range(10):
-        queue.put(i, window)
+        queue.put_all([i], window)
     for _ in range(4):
         await queue.get(timeout=1)
     assert broker.grants == [10]  # 4 free: below half the window
@@ -68,13 +68,13 @@ async def test_new_connection_voids_earned_permits() -> None:
     queue: ReceiveQueue[int] = ReceiveQueue()
     window.connection_opened()
     for i in range(4):
-        queue.put(i, window)
+        queue.put_all([i], window)
     for _ in range(4):
         await queue.get(timeout=1)  # 4 earned, not yet granted
     window.connection_opened()
     assert broker.grants == [10, 10]
     for i in range(5):
-        queue.put(i, window)
+        queue.put_all([i], window)
     for _ in range(4):
         await queue.get(timeout=1)
     assert broker.grants == [10, 10]  # the 4 from the old connection did not count
@@ -87,7 +87,7 @@ async def test_pause_withholds_grants_and_resume_sends_them() -> None:
     window.connection_opened()
     window.pause()
     for i in range(4):
-        queue.put(i, window)
+        queue.put_all([i], window)
     for _ in range(4):
         await queue.get(timeout=1)
     assert broker.grants == [4]
@@ -111,7 +111,7 @@ async def test_get_waits_and_times_out() -> None:
         await queue.get(timeout=0.05)
     getter = asyncio.ensure_future(queue.get(timeout=1))
     await asyncio.sleep(0)
-    queue.put(7, window)
+    queue.put_all([7], window)
     assert await getter == 7
 
 
@@ -121,7 +121,7 @@ async def test_each_message_goes_to_one_waiter_and_a_cancelled_waiter_passes_it_
     first = asyncio.ensure_future(queue.get(timeout=1))
     second = asyncio.ensure_future(queue.get(timeout=1))
     await asyncio.sleep(0)
-    queue.put(1, window)
+    queue.put_all([1], window)
     first.cancel()  # woken, then cancelled before it ran: the message must reach `second`
     assert await second == 1
     assert first.cancelled()
@@ -132,7 +132,7 @@ async def test_remove_window_drops_only_its_messages() -> None:
     broker = Broker()
     a, b = FlowWindow(10, broker.send_permits), FlowWindow(10, broker.send_permits)
     for item, window in [("a1", a), ("b1", b), ("a2", a), ("b2", b)]:
-        queue.put(item, window)
+        queue.put_all([item], window)
     assert queue.remove_window(a) == 2
     assert [queue.get_nowait(), queue.get_nowait(), queue.get_nowait()] == ["b1", "b2", None]
 
