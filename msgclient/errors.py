@@ -37,6 +37,11 @@ class MessageTooBigError(MsgClientError, ValueError):
     """The message is larger than the broker accepts."""
 
 
+class MessageEncodingError(MsgClientError):
+    """A batch or message could not be encoded or compressed for the wire; the messages
+    it carried fail with this error (the cause is chained)."""
+
+
 # -- connections and protocol ------------------------------------------------------------
 
 

@@ -64,7 +64,7 @@ class OutgoingMessage:
         self,
         value: bytes,
         future: asyncio.Future[MessageId],
-        partition_key: str | None = None,
+        partition_key: str | bytes | None = None,
         ordering_key: bytes | None = None,
         properties: Mapping[str, str] | None = None,
         event_timestamp: int | None = None,

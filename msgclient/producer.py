@@ -26,7 +26,7 @@ LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replicat
 class MessageOptions(TypedDict, total=False):
     """The per-message options of ``send`` and ``send_async``."""
 
-    partition_key: str | None
+    partition_key: str | bytes | None
     ordering_key: str | bytes | None
     properties: Mapping[str, str] | None
     event_timestamp: int | None
@@ -93,7 +93,7 @@ class Producer(AsyncClosing):
         value: bytes | bytearray | memoryview,
         callback: SendCallback | None = None,
         *,
-        partition_key: str | None = None,
+        partition_key: str | bytes | None = None,
         ordering_key: str | bytes | None = None,
         properties: Mapping[str, str] | None = None,
         event_timestamp: int | None = None,
@@ -106,6 +106,7 @@ class Producer(AsyncClosing):
         """Queue one message; the returned future completes with its MessageId.
 
         ``callback(error, message_id)`` is called too, if given, when the outcome is known.
+        ``partition_key`` is a str or bytes (the Java client's key / keyBytes).
         ``deliver_at`` (ms since the epoch) or ``deliver_after`` (ms from now) delay the
         delivery to consumers (the broker must support it; such messages are not batched).
         """
@@ -120,6 +121,12 @@ class Producer(AsyncClosing):
                 f"message of {size} bytes is over the broker's limit of "
                 f"{partitions[0].max_message_size} bytes (topic {self.topic})"
             )
+        if partition_key is not None:
+            _check_key("partition_key", partition_key)
+        if ordering_key is not None:
+            _check_key("ordering_key", ordering_key)
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         if properties is not None:
             check_properties("properties", properties)
         if sequence_id is not None:
@@ -194,6 +201,11 @@ class Producer(AsyncClosing):
             await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
         finally:
             self._on_closed(self)
+
+
+def _check_key(name: str, key: object) -> None:
+    if type(key) is not str and type(key) is not bytes:
+        raise TypeError(f"{name} must be str or bytes, not {type(key).__name__}")
 
 
 def _to_bytes(value: object) -> bytes:

@@ -28,6 +28,7 @@ from msgclient.core.pending_queue import OpSend, PendingQueue
 from msgclient.core.registration import reconnect, register_with_retry
 from msgclient.errors import (
     AlreadyClosedError,
+    MessageEncodingError,
     MsgClientError,
     SendTimeoutError,
 )
@@ -211,10 +212,17 @@ class PartitionProducer(ProducerEvents):
             self._push(OpSend(messages, True, size, now))
 
     def _push(self, op: OpSend) -> None:
+        # Runs inside the batch timer's callback too: an exception must fail this op's
+        # messages, never escape into the event loop and leave their futures pending.
         try:
             op.frame = self._transport.encode(op)
         except MsgClientError as error:  # e.g. a batch over the broker's size limit
             self._complete_failed(op, error)
+            return
+        except Exception as error:
+            failure = MessageEncodingError(f"cannot encode a message for {self.topic}: {error!r}")
+            failure.__cause__ = error
+            self._complete_failed(op, failure)
             return
         self._pending.append(op)
         self.last_sequence_id_pushed = op.highest_sequence_id

@@ -7,6 +7,7 @@ routing mode decides.
 
 from __future__ import annotations
 
+import base64
 import random
 import time
 from collections.abc import Callable
@@ -25,6 +26,11 @@ HASHES: dict[HashingScheme, Callable[[str], int]] = {
     HashingScheme.JavaStringHash: java_string_hash,
     HashingScheme.Murmur3_32Hash: murmur3_32_hash,
 }
+
+
+def pulsar_key(key: str | bytes) -> str:
+    """The key as Pulsar carries and hashes it: bytes keys (Java's keyBytes) as base64."""
+    return key if type(key) is str else base64.b64encode(key).decode()  # type: ignore[arg-type]
 
 
 def make_router(options: ProducerOptions, partitions: int) -> Router:
@@ -51,7 +57,7 @@ def make_router(options: ProducerOptions, partitions: int) -> Router:
 
         def route_single(message: OutgoingMessage) -> int:
             key = message.partition_key
-            return chosen if key is None else sign_safe_mod(key_hash(key), partitions)
+            return chosen if key is None else sign_safe_mod(key_hash(pulsar_key(key)), partitions)
 
         return route_single
 
@@ -66,7 +72,7 @@ def make_router(options: ProducerOptions, partitions: int) -> Router:
         def route_by_window(message: OutgoingMessage) -> int:
             key = message.partition_key
             if key is not None:
-                return sign_safe_mod(key_hash(key), partitions)
+                return sign_safe_mod(key_hash(pulsar_key(key)), partitions)
             return (time.monotonic_ns() // 1_000_000 // window_ms + start) % partitions
 
         return route_by_window
@@ -77,7 +83,7 @@ def make_router(options: ProducerOptions, partitions: int) -> Router:
         nonlocal counter
         key = message.partition_key
         if key is not None:
-            return sign_safe_mod(key_hash(key), partitions)
+            return sign_safe_mod(key_hash(pulsar_key(key)), partitions)
         counter += 1
         return counter % partitions
 

@@ -8,12 +8,14 @@ properties. Field numbers are those of PulsarApi.proto's SingleMessageMetadata.
 
 from __future__ import annotations
 
+import base64
 import struct
 import time
 from collections.abc import Mapping
 
 from msgclient.core.compression import Codec, CompressionType
 from msgclient.core.pending_queue import OpSend
+from msgclient.core.routing import pulsar_key
 from msgclient.message import OutgoingMessage
 from protocols.pulsarwire.framing import encode_payload_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -26,6 +28,7 @@ _PROPERTIES = b"\x0a"  # 1, length-delimited KeyValue
 _PARTITION_KEY = b"\x12"  # 2, string
 _PAYLOAD_SIZE = b"\x18"  # 3, varint
 _EVENT_TIME = b"\x28"  # 5, varint
+_KEY_B64_ENCODED = b"\x30\x01"  # 6, bool true: the partition key is base64 of bytes
 _ORDERING_KEY = b"\x3a"  # 7, bytes
 _SEQUENCE_ID = b"\x40"  # 8, varint
 _KV_KEY, _KV_VALUE = b"\x0a", b"\x12"  # KeyValue fields 1 and 2
@@ -74,11 +77,16 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
     parts = []
     if message.properties:
         parts.append(encode_properties(message.properties))
-    if message.partition_key is not None:
-        parts.append(_length_delimited(_PARTITION_KEY, message.partition_key.encode()))
+    key = message.partition_key
+    if isinstance(key, bytes):
+        parts.append(_length_delimited(_PARTITION_KEY, base64.b64encode(key)))
+    elif key is not None:
+        parts.append(_length_delimited(_PARTITION_KEY, key.encode()))
     parts.append(_PAYLOAD_SIZE + varint(len(message.value)))
     if message.event_timestamp is not None:
         parts.append(_EVENT_TIME + varint(message.event_timestamp))
+    if type(key) is bytes:
+        parts.append(_KEY_B64_ENCODED)
     if message.ordering_key is not None:
         parts.append(_length_delimited(_ORDERING_KEY, message.ordering_key))
     parts.append(sequence)
@@ -146,7 +154,9 @@ class SendEncoder:
         # As the Java client: a batch carries its first message's key and ordering key,
         # which is what Key_Shared dispatch looks at.
         if first.partition_key is not None:
-            metadata.partition_key = first.partition_key
+            metadata.partition_key = pulsar_key(first.partition_key)
+            if isinstance(first.partition_key, bytes):  # Java's keyBytes: base64, flagged
+                metadata.partition_key_b64_encoded = True
         if first.ordering_key is not None:
             metadata.ordering_key = first.ordering_key
         if first.replicate_to:
