@@ -8,13 +8,15 @@ core imports no adapter: a third party can plug in a protocol by installing a pa
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import entry_points
+from typing import Any
 
 import attrs
 
 from msgclient.core.ack_grouping_tracker import AckBatch
 from msgclient.core.pending_queue import OpSend
+from msgclient.core.routing import Router, make_router
 from msgclient.errors import MsgClientError, UnknownProtocolError
 from msgclient.message import Message, MessageId
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
@@ -68,8 +70,9 @@ class ProducerTransport(ABC):
         """The wire frame for ``op`` (compressed as configured); called once per op."""
 
     @abstractmethod
-    def write(self, frame: bytes) -> None:
-        """Write an encoded frame on the current connection (dropped if there is none)."""
+    def write(self, op: OpSend) -> None:
+        """Send an encoded op (``op.frame``) on the current connection (dropped if there is
+        none: the core writes every pending op again after a reconnect)."""
 
     @abstractmethod
     def drop_connection(self, reason: str) -> None:
@@ -99,9 +102,18 @@ class ConsumerEvents(ABC):
     def on_reached_end_of_topic(self) -> None:
         """The topic was terminated and everything in it was delivered."""
 
+    @abstractmethod
+    def on_partition_revoked(self) -> None:
+        """Another member of the group reads this partition now (Kafka): drop what is
+        queued of it and forget its ack timeouts; it may be assigned back later."""
+
 
 class ConsumerTransport(ABC):
     """The adapter's half of a partition consumer: subscription and its commands."""
+
+    # Redeliveries name their messages on every subscription type: Kafka's are local
+    # refetches, so Exclusive and Failover need not ask for everything unacked again.
+    redelivers_by_id = False
 
     @abstractmethod
     async def connect(self) -> None:
@@ -144,6 +156,24 @@ class ProtocolBackend(ABC):
     """One per Client: the adapter's connections, lookups and topic naming."""
 
     default_port: int
+    # The protocol's own defaults, under the options a user passes (Kafka's linger and
+    # batch size differ from Pulsar's batching delay and size, for instance).
+    producer_defaults: Mapping[str, Any] = {}
+    consumer_defaults: Mapping[str, Any] = {}
+
+    def make_router(self, options: ProducerOptions, partitions: int) -> Router:
+        """Which partition each message goes to (Pulsar's routing modes by default)."""
+        return make_router(options, partitions)
+
+    def check_consumer(self, options: ConsumerOptions) -> None:  # noqa: B027 (optional hook)
+        """Refuse, with a clear error, what the protocol cannot do (subscription types...)."""
+
+    def subscription_context(
+        self, topics: list[str], subscription: str, options: ConsumerOptions
+    ) -> object | None:
+        """State shared by the partition transports of one ``subscribe`` call (Kafka's
+        group membership); None where a protocol has none. Given to ``consumer_transport``."""
+        return None
 
     @abstractmethod
     def normalize_topic(self, topic: str) -> str:
@@ -171,8 +201,10 @@ class ProtocolBackend(ABC):
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
+        context: object | None,
     ) -> ConsumerTransport:
-        """A transport for one (partition) consumer; ``partition`` is -1 when unpartitioned."""
+        """A transport for one (partition) consumer; ``partition`` is -1 when unpartitioned;
+        ``context`` is what ``subscription_context`` returned for its subscribe call."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -23,7 +23,6 @@ from msgclient.core.limits import Limit
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.partition_producer import PartitionProducer
 from msgclient.core.receive_queue import ReceiveQueue
-from msgclient.core.routing import make_router
 from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
 from msgclient.message import Message, MessageId
 from msgclient.options import (
@@ -69,7 +68,9 @@ class Client(AsyncClosing):
         """
         if self._closed:
             raise AlreadyClosedError("the client is closed")
-        producer_options = build(ProducerOptions, "producer", options)
+        producer_options = build(
+            ProducerOptions, "producer", {**self._backend.producer_defaults, **options}
+        )
         topic = self._backend.normalize_topic(topic)
         partitions = await self._backend.partition_count(topic)
         per_partition_limit = producer_options.max_pending_messages
@@ -93,7 +94,7 @@ class Client(AsyncClosing):
             topic,
             producer_options,
             members,
-            make_router(producer_options, partitions) if partitions else None,
+            self._backend.make_router(producer_options, partitions) if partitions else None,
             self._memory,
             close_timeout=send_timeout or self.options.operation_timeout_seconds,
             on_closed=self._producers.discard,
@@ -110,7 +111,10 @@ class Client(AsyncClosing):
         """
         if self._closed:
             raise AlreadyClosedError("the client is closed")
-        consumer_options = build(ConsumerOptions, "consumer", options)
+        consumer_options = build(
+            ConsumerOptions, "consumer", {**self._backend.consumer_defaults, **options}
+        )
+        self._backend.check_consumer(consumer_options)
         if not isinstance(subscription_name, str) or not subscription_name:
             raise InvalidConfigurationError(
                 f"subscription_name must be a non-empty string, got {subscription_name!r}"
@@ -150,6 +154,9 @@ class Client(AsyncClosing):
             across = consumer_options.max_total_receiver_queue_size_across_partitions
             size = max(1, min(size, across // len(names)))
         queue: ReceiveQueue[Message] = ReceiveQueue()
+        context = self._backend.subscription_context(
+            [t for t, _ in subscribed], subscription_name, consumer_options
+        )
         members = [
             PartitionConsumer(
                 name,
@@ -157,7 +164,9 @@ class Client(AsyncClosing):
                 consumer_options,
                 queue,
                 size,
-                self._consumer_transport_factory(name, index, subscription_name, consumer_options),
+                self._consumer_transport_factory(
+                    name, index, subscription_name, consumer_options, context
+                ),
                 self._backoff(),
                 routers.get(base),
             )
@@ -228,10 +237,17 @@ class Client(AsyncClosing):
             raise errors[0]
 
     def _consumer_transport_factory(
-        self, topic: str, partition: int, subscription: str, options: ConsumerOptions
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        options: ConsumerOptions,
+        context: object | None,
     ) -> Callable[[ConsumerEvents], ConsumerTransport]:
         def factory(events: ConsumerEvents) -> ConsumerTransport:
-            return self._backend.consumer_transport(topic, partition, subscription, options, events)
+            return self._backend.consumer_transport(
+                topic, partition, subscription, options, events, context
+            )
 
         return factory
 

@@ -92,14 +92,16 @@ class TooManyRequestsError(MsgClientError):
 class BrokerError(MsgClientError):
     """The broker answered a request with an error.
 
-    ``code`` is the protocol's own error name (e.g. ``"ServiceNotReady"``) so callers can
-    branch on it without parsing the text.
+    ``code`` is the protocol's own error name (e.g. ``"ServiceNotReady"``,
+    ``"NOT_LEADER_OR_FOLLOWER"``) so callers can branch on it without parsing the text.
+    ``retriable`` says that the protocol defines the error as transient.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, retriable: bool = False) -> None:
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
         self.broker_message = message
+        self.retriable = retriable
 
 
 class TopicNotFoundError(BrokerError):
@@ -116,6 +118,10 @@ class ProducerBusyError(BrokerError):
 
 class ProducerFencedError(BrokerError):
     """The broker fenced this producer off the topic."""
+
+
+class NotSupportedError(MsgClientError):
+    """The protocol or the broker cannot do what was asked (the message says why)."""
 
 
 # -- client-side state and limits -------------------------------------------------------

@@ -131,7 +131,7 @@ class Message:
         value: bytes,
         message_id: MessageId,
         topic: str,
-        partition_key: str | None = None,
+        partition_key: str | bytes | None = None,
         ordering_key: bytes | None = None,
         properties: Mapping[str, str] | None = None,
         event_timestamp: int = 0,
@@ -166,7 +166,19 @@ class Message:
         return self._topic
 
     def partition_key(self) -> str | None:
-        return self._partition_key
+        """The key as text (a Kafka key's bytes are decoded as UTF-8, undecodable bytes
+        kept as surrogates so that ``key_bytes()`` gives them back)."""
+        key = self._partition_key
+        if isinstance(key, bytes):
+            return key.decode("utf-8", "surrogateescape")
+        return key
+
+    def key_bytes(self) -> bytes | None:
+        """The key as bytes: a Kafka record key as stored, a Pulsar key in UTF-8."""
+        key = self._partition_key
+        if isinstance(key, str):
+            return key.encode("utf-8", "surrogateescape")
+        return key
 
     def ordering_key(self) -> bytes | None:
         return self._ordering_key

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import attrs
 
@@ -93,6 +93,10 @@ def _is_bool(_: Any, attribute: attrs.Attribute[bool], value: bool) -> None:
     _check(isinstance(value, bool), attribute.name, value, "True or False")
 
 
+def _non_empty_str(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    _check(isinstance(value, str) and bool(value), attribute.name, value, "a non-empty str")
+
+
 def _optional_str(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     _check(value is None or isinstance(value, str), attribute.name, value, "a string or None")
 
@@ -108,6 +112,51 @@ def check_properties(name: str, value: Mapping[str, str] | None) -> None:
         name,
         value,
         "a mapping of str to str",
+    )
+
+
+def _one_of(*allowed: object) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        _check(
+            value in allowed and not isinstance(value, bool),
+            attribute.name,
+            value,
+            "one of " + ", ".join(map(repr, allowed)),
+        )
+
+    return validate
+
+
+def _str_tuple(value: object) -> tuple[str, ...]:
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise InvalidConfigurationError(
+            f"option partition_assignment_strategy={value!r} is invalid: expected a str or "
+            "a list of str"
+        )
+    return tuple(items)
+
+
+class RebalanceListener(Protocol):
+    """Told of partitions leaving and joining a Kafka consumer (Java's
+    ConsumerRebalanceListener). Revoked partitions' acknowledged offsets are committed
+    before ``on_partitions_revoked`` runs. Each may be a plain function or a coroutine."""
+
+    def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> Any: ...
+
+    def on_partitions_assigned(self, partitions: list[tuple[str, int]]) -> Any: ...
+
+
+def _optional_listener(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    _check(
+        value is None
+        or (
+            callable(getattr(value, "on_partitions_revoked", None))
+            and callable(getattr(value, "on_partitions_assigned", None))
+        ),
+        attribute.name,
+        value,
+        "an object with on_partitions_revoked and on_partitions_assigned, or None",
     )
 
 
@@ -149,8 +198,22 @@ class ClientOptions:
     tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
     tls_allow_insecure_connection: bool = attrs.field(default=False, validator=_is_bool)
     tls_validate_hostname: bool = attrs.field(default=False, validator=_is_bool)
+    # -- Kafka only (the Pulsar adapter ignores these) --
+    client_id: str = attrs.field(default="msgclient", validator=_non_empty_str)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))
+    # SASL over the connection: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"
+    sasl_mechanism: str | None = attrs.field(default=None, validator=_optional_str)
+    sasl_username: str | None = attrs.field(default=None, validator=_optional_str, repr=False)
+    sasl_password: str | None = attrs.field(default=None, validator=_optional_str, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        _check(
+            self.sasl_mechanism is None
+            or (self.sasl_username is not None and self.sasl_password is not None),
+            "sasl_mechanism",
+            self.sasl_mechanism,
+            "sasl_username and sasl_password set with it",
+        )
         _check(
             self.max_backoff_interval_ms >= self.initial_backoff_interval_ms,
             "max_backoff_interval_ms",
@@ -207,6 +270,12 @@ class ProducerOptions:
     # Create this subscription with the topic, so that nothing sent is lost before a
     # consumer subscribes (dead-letter producers use it).
     initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
+    # -- Kafka only (the Pulsar adapter ignores these) --
+    # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
+    acks: int = attrs.field(default=-1, validator=_one_of(0, 1, -1))
+    enable_idempotence: bool = attrs.field(default=True, validator=_is_bool)
+    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_int_at_least(1))
+    max_request_size: int = attrs.field(default=1024 * 1024, validator=_int_at_least(1024))
 
     def __attrs_post_init__(self) -> None:
         if self.initial_sequence_id is not None:
@@ -359,3 +428,19 @@ class ConsumerOptions:
         default=None, validator=_optional_instance(MessageId)
     )
     start_message_id_inclusive: bool = attrs.field(default=False, validator=_is_bool)
+    # -- Kafka only (the Pulsar adapter ignores these) --
+    session_timeout_ms: int = attrs.field(default=45_000, validator=_int_at_least(1))
+    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_int_at_least(1))
+    rebalance_timeout_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))
+    fetch_min_bytes: int = attrs.field(default=1, validator=_int_at_least(1))
+    fetch_max_bytes: int = attrs.field(default=50 * MIB, validator=_int_at_least(1))
+    max_partition_fetch_bytes: int = attrs.field(default=MIB, validator=_int_at_least(1))
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=_int_at_least(0))
+    # assignors by their Kafka names, preferred first
+    partition_assignment_strategy: tuple[str, ...] = attrs.field(
+        default=("range", "cooperative-sticky"), converter=_str_tuple
+    )
+    group_instance_id: str | None = attrs.field(default=None, validator=_optional_str)
+    rebalance_listener: RebalanceListener | None = attrs.field(
+        default=None, validator=_optional_listener
+    )

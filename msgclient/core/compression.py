@@ -19,19 +19,21 @@ from typing import Any, Protocol, TypeAlias
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 
-__all__ = ["BytesLike", "Codec", "CompressionType", "get_codec"]
+__all__ = ["PULSAR_COMPRESSION_TYPES", "BytesLike", "Codec", "CompressionType", "get_codec"]
 
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 
 
 class CompressionType(enum.Enum):
-    """Values of ``CompressionType`` in PulsarApi.proto (``MessageMetadata.compression``)."""
+    """Values of ``CompressionType`` in PulsarApi.proto (``MessageMetadata.compression``),
+    and GZIP, which only Kafka has (as Kafka has no ZLIB)."""
 
     NONE = 0
     LZ4 = 1
     ZLIB = 2
     ZSTD = 3
     SNAPPY = 4
+    GZIP = 5
 
 
 class Codec(Protocol):
@@ -48,10 +50,17 @@ class Codec(Protocol):
 
 @functools.cache
 def get_codec(kind: CompressionType) -> Codec:
-    """The shared codec for ``kind``; raises ``InvalidConfigurationError`` if its package
-    is missing (that failure is not cached, so installing the package is enough).
+    """The shared Pulsar codec for ``kind``; raises ``InvalidConfigurationError`` if its
+    package is missing (that failure is not cached, so installing the package is enough)
+    or if Pulsar has no such codec (GZIP).
     """
-    return _CODECS[kind]()
+    factory = _CODECS.get(kind)
+    if factory is None:
+        raise InvalidConfigurationError(
+            f"option compression_type={kind} is invalid on Pulsar: use one of "
+            + ", ".join(str(k) for k in _CODECS)
+        )
+    return factory()
 
 
 def _checked(name: str, out: bytes, uncompressed_size: int) -> bytes:
@@ -197,3 +206,5 @@ _CODECS: dict[CompressionType, Callable[[], Codec]] = {
     CompressionType.ZSTD: _ZstdCodec,
     CompressionType.SNAPPY: _SnappyCodec,
 }
+
+PULSAR_COMPRESSION_TYPES = tuple(_CODECS)  # what Pulsar's wire format has (no GZIP)

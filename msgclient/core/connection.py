@@ -128,20 +128,22 @@ class Connection(asyncio.Protocol, Generic[S]):
     def new_request_id(self) -> int:
         return next(self._request_ids)
 
-    def request(self, request_id: int, data: bytes) -> asyncio.Future[Any]:
+    def request(self, request_id: int, data: bytes, *, timed: bool = True) -> asyncio.Future[Any]:
         """Send ``data`` and return a future for the answer with ``request_id``.
 
-        It fails with OperationTimeoutError after ``operation_timeout`` and with
-        ConnectionClosedError if the connection dies first.
+        It fails with OperationTimeoutError after ``operation_timeout`` (unless ``timed`` is
+        False: a request the broker may rightly hold longer, whose caller bounds the wait)
+        and with ConnectionClosedError if the connection dies first.
         """
         future: asyncio.Future[Any] = self._loop.create_future()
         if not self.is_open:
             future.set_exception(self._close_error or ConnectionClosedError(self.address))
             return future
         self._requests[request_id] = future
-        self._deadlines.append((self._loop.time() + self.operation_timeout, request_id))
-        if self._timeout_timer is None:
-            self._schedule_timeout_check()
+        if timed:
+            self._deadlines.append((self._loop.time() + self.operation_timeout, request_id))
+            if self._timeout_timer is None:
+                self._schedule_timeout_check()
         self.write(data)
         return future
 

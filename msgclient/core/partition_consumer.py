@@ -177,6 +177,13 @@ class PartitionConsumer(ConsumerEvents):
     def on_reached_end_of_topic(self) -> None:
         self.reached_end_of_topic = True
 
+    def on_partition_revoked(self) -> None:
+        self.is_active = False
+        self.window.release(self._queue.remove_window(self.window))
+        self._last_chance.clear()
+        if self._unacked is not None:
+            self._unacked.clear()
+
     # -- acknowledgments ----------------------------------------------------------------
 
     def delivered(self, message: Message) -> None:
@@ -216,7 +223,10 @@ class PartitionConsumer(ConsumerEvents):
                 task.add_done_callback(self._background.discard)
         if not message_ids or not self._connected:
             return
-        if self._options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
+        if (
+            self._options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared)
+            or self._transport.redelivers_by_id
+        ):
             self._transport.redeliver(message_ids)
         else:
             # Exclusive and Failover keep order: the broker sends everything unacked again,

@@ -113,7 +113,7 @@ class PartitionProducer(ProducerEvents):
             self.last_sequence_id_pushed = last
             self._next_sequence_id = last + 1
         for op in self._pending:  # resend in order what the old connection left unconfirmed
-            self._transport.write(op.frame)
+            self._transport.write(op)
         self._connected = True
 
     def on_disconnected(self, error: Exception) -> None:
@@ -227,7 +227,7 @@ class PartitionProducer(ProducerEvents):
         self._pending.append(op)
         self.last_sequence_id_pushed = op.highest_sequence_id
         if self._connected:
-            self._transport.write(op.frame)
+            self._transport.write(op)
 
     # -- events from the transport ------------------------------------------------------
 

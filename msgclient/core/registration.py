@@ -41,7 +41,7 @@ RETRIABLE_BROKER_ERRORS = frozenset(
 
 def is_retriable(error: MsgClientError) -> bool:
     if isinstance(error, BrokerError):
-        return error.code in RETRIABLE_BROKER_ERRORS
+        return error.retriable or error.code in RETRIABLE_BROKER_ERRORS
     return isinstance(error, RETRIABLE_ERRORS)
 
 

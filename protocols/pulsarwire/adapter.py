@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import ssl
 
 from msgclient import __version__
 from msgclient.adapter import (
@@ -17,7 +16,8 @@ from msgclient.adapter import (
 )
 from msgclient.core.connection import open_connection
 from msgclient.core.connection_pool import ConnectionPool
-from msgclient.errors import ConnectError, InvalidConfigurationError, InvalidServiceUrlError
+from msgclient.core.tls import client_ssl_context
+from msgclient.errors import ConnectError, InvalidServiceUrlError
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
@@ -43,7 +43,7 @@ class PulsarBackend(ProtocolBackend):
         self.default_port = DEFAULT_PORTS[url.scheme]
         self._options = options
         self._use_tls = url.scheme == TLS_SCHEME
-        self._ssl_context = _ssl_context(options) if self._use_tls else None
+        self._ssl_context = client_ssl_context(options) if self._use_tls else None
         addresses = [
             f"{url.scheme}://{host}:{port}"
             for host, port in url.with_default_port(self.default_port)
@@ -90,6 +90,7 @@ class PulsarBackend(ProtocolBackend):
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
+        context: object | None,
     ) -> ConsumerTransport:
         return PulsarConsumerTransport(self, topic, partition, subscription, options, events)
 
@@ -140,18 +141,3 @@ class PulsarBackend(ProtocolBackend):
             raise
         return connection
 
-
-def _ssl_context(options: ClientOptions) -> ssl.SSLContext:
-    path = options.tls_trust_certs_file_path
-    try:
-        context = ssl.create_default_context(cafile=path)
-    except (OSError, ssl.SSLError) as error:  # missing, unreadable, or no certificate in it
-        raise InvalidConfigurationError(
-            f"option tls_trust_certs_file_path={path!r} is invalid: cannot load trusted "
-            f"certificates from it ({error})"
-        ) from error
-    context.check_hostname = options.tls_validate_hostname
-    if options.tls_allow_insecure_connection:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context

@@ -16,7 +16,7 @@ from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.send_codec import SendEncoder
-from protocols.pulsarwire.session import PulsarConnection, PulsarSession, broker_error
+from protocols.pulsarwire.session import PulsarConnection, PulsarSession, SendFrame, broker_error
 
 if TYPE_CHECKING:
     from protocols.pulsarwire.adapter import PulsarBackend
@@ -110,9 +110,9 @@ class PulsarProducerTransport(ProducerTransport):
             )
         return frame
 
-    def write(self, frame: bytes) -> None:
+    def write(self, op: OpSend) -> None:
         if self._connection is not None:
-            self._connection.write(frame)
+            self._connection.session.sender.ready(SendFrame(self.producer_id, op.frame))
 
     def drop_connection(self, reason: str) -> None:
         if self._connection is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from msgclient.core.connection import Connection
+from msgclient.core.sender import NodeSender, ReadyBatch
 from msgclient.errors import (
     AuthenticationError,
     BrokerError,
@@ -87,6 +88,16 @@ class ConsumerHandler(Protocol):
     def on_reached_end_of_topic(self) -> None: ...
 
 
+class SendFrame(ReadyBatch):
+    """One SEND frame of a producer (its partition), waiting for the connection's drain."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, producer_id: int, frame: bytes) -> None:
+        super().__init__(producer_id, len(frame))
+        self.frame = frame
+
+
 class PulsarSession:
     """Decodes frames and routes them; one per connection."""
 
@@ -99,6 +110,14 @@ class PulsarSession:
             asyncio.get_running_loop().create_future()
         )
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        # SEND frames of every producer on this connection, written in the order they were
+        # ready: one partition's batch per frame, no answer awaited at this level.
+        self.sender: NodeSender[SendFrame] = NodeSender(
+            lambda frames: connection.write(frames[0].frame),
+            max_in_flight=None,
+            max_request_bytes=None,
+            one_batch_per_request=True,
+        )
         self.producers: dict[int, ProducerHandler] = {}
         self.consumers: dict[int, ConsumerHandler] = {}
         self._handlers: dict[int, Callable[[Frame], None]] = {

@@ -374,6 +374,9 @@ class _Ignore(ConsumerEvents):
     def on_reached_end_of_topic(self) -> None:
         pass
 
+    def on_partition_revoked(self) -> None:
+        raise AssertionError("Pulsar never revokes a partition")
+
 
 async def test_reconsume_later_asks_the_broker_to_delay_the_retry(
     pulsar_broker: PulsarBroker, client: msgclient.Client, topic: str

@@ -47,6 +47,9 @@ class Events(ConsumerEvents):
     def on_reached_end_of_topic(self) -> None:
         pass
 
+    def on_partition_revoked(self) -> None:
+        raise AssertionError("Pulsar never revokes a partition")
+
     async def wait_for(self, count: int) -> list[Message]:
         async with asyncio.timeout(TIMEOUT):
             while len(self.messages) < count:
@@ -78,7 +81,7 @@ async def subscribe(pulsar_broker: PulsarBroker, topic: str) -> AsyncIterator[Su
             }
         )
         transport = backend.consumer_transport(
-            full_topic, -1, SUBSCRIPTION, consumer_options, events
+            full_topic, -1, SUBSCRIPTION, consumer_options, events, None
         )
         async with asyncio.timeout(TIMEOUT):
             await transport.connect()

@@ -89,9 +89,9 @@ class FakeTransport(ProducerTransport):
             raise self.encode_error
         return f"{op.sequence_id}-{op.highest_sequence_id}".encode()
 
-    def write(self, frame: bytes) -> None:
+    def write(self, op: OpSend) -> None:
         if self.online:
-            self.written.append(frame)
+            self.written.append(op.frame)
             self._changed.set()
 
     def drop_connection(self, reason: str) -> None:

@@ -74,6 +74,9 @@ class RecordingEvents(ConsumerEvents):
         self.ends += 1
         self._changed.set()
 
+    def on_partition_revoked(self) -> None:
+        raise AssertionError("Pulsar never revokes a partition")
+
     async def wait(self, condition: Callable[[], bool]) -> None:
         async with asyncio.timeout(WAIT):
             while not condition():
@@ -94,7 +97,7 @@ async def subscribe(server: ScriptedPulsarServer) -> AsyncIterator[Subscribe]:
     async def make(**options: Any) -> tuple[PulsarConsumerTransport, RecordingEvents]:
         events = RecordingEvents()
         transport = backend.consumer_transport(
-            TOPIC, -1, SUBSCRIPTION, ConsumerOptions(**options), events
+            TOPIC, -1, SUBSCRIPTION, ConsumerOptions(**options), events, None
         )
         assert isinstance(transport, PulsarConsumerTransport)
         async with asyncio.timeout(WAIT):

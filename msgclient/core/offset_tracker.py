@@ -1,0 +1,61 @@
+"""OffsetTracker: individual acks on a log that only remembers one position per partition.
+
+Kafka stores a consumer group's position as one offset per partition: everything before it
+counts as consumed. Pulsar semantics allow acking messages one by one, out of order. The
+tracker keeps the offsets delivered and not yet acknowledged, in delivery order (which is
+offset order: a partition delivers increasing offsets, and redeliveries are of offsets
+still outstanding), and the position to commit is the first of them: an out-of-order ack
+never commits past an unacknowledged message.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class OffsetTracker:
+    """Per partition. ``commit_position`` is the next offset a restarted consumer reads."""
+
+    __slots__ = ("_acked", "_next", "_outstanding")
+
+    def __init__(self, position: int) -> None:
+        self._outstanding: deque[int] = deque()  # delivered, increasing
+        self._acked: set[int] = set()  # acknowledged, still behind an unacked one
+        self._next = position  # one past the last offset delivered (or the start)
+
+    def delivered(self, offset: int) -> None:
+        """``offset`` went to the application (offsets before it that never did, such as
+        gaps or control records, are consumed with it)."""
+        if offset >= self._next:
+            self._outstanding.append(offset)
+            self._next = offset + 1
+
+    def skip_to(self, position: int) -> None:
+        """Nothing below ``position`` will be delivered (gaps, control records at the end
+        of a fetch): a commit may pass them once everything delivered is acked."""
+        self._next = max(self._next, position)
+
+    def ack(self, offset: int) -> None:
+        outstanding = self._outstanding
+        if outstanding and outstanding[0] == offset:
+            outstanding.popleft()
+            acked = self._acked
+            while outstanding and outstanding[0] in acked:
+                acked.discard(outstanding.popleft())
+        elif outstanding and outstanding[0] < offset < self._next:
+            self._acked.add(offset)
+
+    def ack_cumulative(self, offset: int) -> None:
+        """Every offset up to and including ``offset`` is acknowledged."""
+        outstanding = self._outstanding
+        acked = self._acked
+        while outstanding and (outstanding[0] <= offset or outstanding[0] in acked):
+            acked.discard(outstanding.popleft())
+
+    @property
+    def commit_position(self) -> int:
+        return self._outstanding[0] if self._outstanding else self._next
+
+    @property
+    def unacked(self) -> int:
+        return len(self._outstanding) - len(self._acked)
