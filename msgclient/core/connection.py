@@ -67,6 +67,10 @@ class Connection(asyncio.Protocol, Generic[S]):
         # deadlines are sorted, so one timer at the head checks them all.
         self._deadlines: deque[tuple[float, int]] = deque()
         self._timeout_timer: asyncio.TimerHandle | None = None
+        # Requests the broker may rightly hold (a Kafka JoinGroup): while one is out, a
+        # broker that answers in order cannot answer a probe either, and its caller bounds
+        # the wait, so silence is not a stall.
+        self._untimed: set[int] = set()
         self._keepalive_interval = keepalive_interval
         self._keepalive_timer: asyncio.TimerHandle | None = None
         self._received_since_probe = False
@@ -144,6 +148,9 @@ class Connection(asyncio.Protocol, Generic[S]):
             self._deadlines.append((self._loop.time() + self.operation_timeout, request_id))
             if self._timeout_timer is None:
                 self._schedule_timeout_check()
+        else:
+            self._untimed.add(request_id)
+            future.add_done_callback(lambda _: self._untimed.discard(request_id))
         self.write(data)
         return future
 
@@ -197,7 +204,7 @@ class Connection(asyncio.Protocol, Generic[S]):
     def _keepalive(self) -> None:
         if not self.is_open:
             return
-        if self._received_since_probe:
+        if self._received_since_probe or self._untimed:
             self._received_since_probe = False
             self._probe_outstanding = False
         elif self._probe_outstanding:

@@ -140,4 +140,3 @@ class PulsarBackend(ProtocolBackend):
             connection.close()
             raise
         return connection
-

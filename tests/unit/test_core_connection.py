@@ -288,6 +288,24 @@ async def test_silent_peer_gets_a_probe_then_is_dropped(connect: Connect, peer: 
     assert [line for _, line in peer.received].count(b"PING") == 1
 
 
+async def test_a_request_the_broker_may_hold_suspends_the_keepalive(
+    connect: Connect, peer: Peer
+) -> None:
+    """A Kafka JoinGroup may be held for minutes, and the broker answers nothing else on
+    that connection meanwhile: silence then is not a stall (the caller bounds the wait)."""
+    peer.answer_pings = False
+    interval = 0.05
+    connection = await connect(keepalive_interval=interval)
+    request_id = connection.new_request_id()
+    held = connection.request(request_id, f"REQ {request_id} silence\n".encode(), timed=False)
+    await asyncio.sleep(5 * interval)
+    assert connection.is_open
+    held.cancel()  # the caller gave up: silence counts again
+    async with asyncio.timeout(WAIT):
+        error = await connection.closed
+    assert "keepalive" in str(error)
+
+
 async def test_answered_probes_keep_the_connection_open(connect: Connect, peer: Peer) -> None:
     connection = await connect(keepalive_interval=0.03)
     await peer.wait_for_line(b"PING", count=3)  # each answered: probing goes on

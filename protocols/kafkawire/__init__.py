@@ -1,0 +1,1 @@
+"""Apache Kafka wire protocol, spoken natively (sans-IO codecs plus asyncio adapter)."""

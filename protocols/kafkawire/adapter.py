@@ -1,0 +1,221 @@
+"""KafkaBackend: the Kafka adapter, registered for ``kafka://`` and ``kafka+ssl://``.
+
+``kafka://host:port,host:port`` lists bootstrap servers. Every connection starts with the
+ApiVersions handshake (and SASL when configured); the pool shares one connection per broker
+among all producers and consumers of the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+from msgclient import __version__
+from msgclient.adapter import (
+    ConsumerEvents,
+    ConsumerTransport,
+    ProducerEvents,
+    ProducerTransport,
+    ProtocolBackend,
+)
+from msgclient.core.connection import open_connection
+from msgclient.core.connection_pool import ConnectionPool
+from msgclient.core.routing import Router
+from msgclient.core.tls import client_ssl_context
+from msgclient.errors import (
+    AuthenticationError,
+    ConnectError,
+    InvalidServiceUrlError,
+    InvalidTopicNameError,
+    NotSupportedError,
+)
+from msgclient.options import ClientOptions, ConsumerOptions, ConsumerType, ProducerOptions
+from msgclient.url import ServiceUrl
+from protocols.kafkawire import errors
+from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
+from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
+from protocols.kafkawire.metadata import KafkaLookupService, split_partition_name
+from protocols.kafkawire.partitioner import make_kafka_router
+from protocols.kafkawire.producer import KafkaProducerTransport, ProduceSender, make_produce_sender
+from protocols.kafkawire.sasl import make_mechanism
+from protocols.kafkawire.session import KafkaConnection, KafkaSession
+
+PLAIN_SCHEME, TLS_SCHEME = "kafka", "kafka+ssl"
+DEFAULT_PORTS = {PLAIN_SCHEME: 9092, TLS_SCHEME: 9093}
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+class KafkaBackend(ProtocolBackend):
+    # Kafka's producer defaults where they differ from Pulsar's: linger.ms 5, batch.size
+    # 16 KiB, delivery.timeout.ms 120 s.
+    producer_defaults: Mapping[str, Any] = {
+        "batching_max_publish_delay_ms": 5,
+        "batching_max_allowed_size_in_bytes": 16 * 1024,
+        "send_timeout_millis": 120_000,
+    }
+
+    def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
+        if url.scheme not in DEFAULT_PORTS:
+            raise InvalidServiceUrlError(
+                f"{url.raw!r}: the Kafka adapter serves kafka:// and kafka+ssl://"
+            )
+        self.default_port = DEFAULT_PORTS[url.scheme]
+        self.client_id = options.client_id
+        self.operation_timeout = options.operation_timeout_seconds
+        self._options = options
+        self._ssl_context = client_ssl_context(options) if url.scheme == TLS_SCHEME else None
+        if options.sasl_mechanism is not None:  # a bad mechanism name fails here, not later
+            make_mechanism(options.sasl_mechanism, "-", "-")
+        self.pool: ConnectionPool[KafkaSession] = ConnectionPool(
+            self._connect, options.connections_per_broker
+        )
+        bootstrap = [f"{host}:{port}" for host, port in url.with_default_port(self.default_port)]
+        self.lookup = KafkaLookupService(
+            self.pool.get_connection, bootstrap, options.metadata_max_age_ms / 1000
+        )
+        self._senders: dict[tuple[KafkaConnection, int, int, int], ProduceSender] = {}
+
+    # -- ProtocolBackend ----------------------------------------------------------------
+
+    def normalize_topic(self, topic: str) -> str:
+        if not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+            raise InvalidTopicNameError(
+                f"invalid Kafka topic name {topic!r}: 1 to 249 of a-z A-Z 0-9 . _ -"
+            )
+        return topic
+
+    async def partition_count(self, topic: str) -> int:
+        return await self.lookup.get_partition_count(topic)
+
+    def partition_name(self, topic: str, partition: int) -> str:
+        return f"{topic}-{partition}"
+
+    def make_router(self, options: ProducerOptions, partitions: int) -> Router:
+        return make_kafka_router(partitions, options.batching_max_allowed_size_in_bytes)
+
+    def producer_transport(
+        self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
+    ) -> ProducerTransport:
+        base, _ = split_partition_name(topic)
+        return KafkaProducerTransport(self, base, partition, options, events)
+
+    def check_consumer(self, options: ConsumerOptions) -> None:
+        if options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
+            raise NotSupportedError(
+                f"{options.consumer_type.name} subscriptions are not supported on Kafka: a "
+                "Kafka partition is read by one member of a consumer group at a time, so "
+                "messages of one partition cannot be spread over consumers. Use Failover or "
+                "Exclusive (a consumer group) and more partitions."
+            )
+
+    def consumer_transport(
+        self,
+        topic: str,
+        partition: int,
+        subscription: str,
+        options: ConsumerOptions,
+        events: ConsumerEvents,
+        context: object | None,
+    ) -> ConsumerTransport:
+        assert isinstance(context, KafkaSubscription)
+        base, _ = split_partition_name(topic)
+        return KafkaConsumerTransport(context, base, partition, options, events)
+
+    def subscription_context(
+        self, topics: list[str], subscription: str, options: ConsumerOptions
+    ) -> KafkaSubscription:
+        return KafkaSubscription(self, topics, subscription, options)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    # -- producers ----------------------------------------------------------------------
+
+    def produce_sender(
+        self, connection: KafkaConnection, options: ProducerOptions
+    ) -> ProduceSender:
+        """The connection's sender for producers with these settings (a Produce request
+        carries one acks value for all its batches)."""
+        key = (
+            connection,
+            options.acks,
+            options.max_in_flight_requests_per_connection,
+            options.max_request_size,
+        )
+        sender = self._senders.get(key)
+        if sender is None:
+            sender = self._senders[key] = make_produce_sender(connection, options)
+            connection.closed.add_done_callback(lambda _: self._senders.pop(key, None))
+        return sender
+
+    # -- connections --------------------------------------------------------------------
+
+    async def _connect(self, logical: str, physical: str) -> KafkaConnection:
+        """Open a socket to ``physical`` and run ApiVersions (and SASL)."""
+        host, _, port = physical.rpartition(":")
+        options = self._options
+        connection = await open_connection(
+            lambda c: KafkaSession(c, self.client_id),
+            host,
+            int(port),
+            ssl_context=self._ssl_context,
+            server_hostname=host,
+            connect_timeout=options.connection_timeout_ms / 1000,
+            operation_timeout=options.operation_timeout_seconds,
+            keepalive_interval=options.keep_alive_interval_seconds,
+        )
+        try:
+            async with asyncio.timeout(options.operation_timeout_seconds):
+                await self._negotiate_versions(connection)
+                if options.sasl_mechanism is not None:
+                    await self._authenticate(connection)
+        except TimeoutError as error:
+            connection.close()
+            raise ConnectError(f"no handshake answer from {physical} in time") from error
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def _negotiate_versions(self, connection: KafkaConnection) -> None:
+        session = connection.session
+        request = ApiVersionsRequest(
+            client_software_name="msgclient", client_software_version=__version__
+        )
+        answer = await session.request(request, API_VERSIONS_FIRST)
+        if answer.error_code == errors.UNSUPPORTED_VERSION:  # an older broker: ask at v0
+            answer = await session.request(ApiVersionsRequest(), 0)
+        if answer.error_code:
+            raise errors.kafka_error(answer.error_code, f"ApiVersions from {connection.address}")
+        session.versions = ApiVersionTable(
+            {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys},
+            connection.address,
+        )
+
+    async def _authenticate(self, connection: KafkaConnection) -> None:
+        options = self._options
+        assert options.sasl_mechanism and options.sasl_username and options.sasl_password
+        mechanism = make_mechanism(
+            options.sasl_mechanism, options.sasl_username, options.sasl_password
+        )
+        session = connection.session
+        handshake = await session.request(SaslHandshakeRequest(mechanism=mechanism.name))
+        if handshake.error_code:
+            raise AuthenticationError(
+                f"{connection.address} does not offer SASL {mechanism.name} "
+                f"(it offers {', '.join(handshake.mechanisms) or 'none'})"
+            )
+        message: bytes | None = mechanism.initial_response()
+        while message is not None:
+            answer = await session.request(SaslAuthenticateRequest(auth_bytes=message))
+            if answer.error_code:
+                raise AuthenticationError(
+                    f"SASL {mechanism.name} at {connection.address} failed: "
+                    f"{answer.error_message or errors.kafka_error(answer.error_code, 'SASL')}"
+                )
+            message = mechanism.respond(bytes(answer.auth_bytes or b""))

@@ -1,0 +1,288 @@
+"""Kafka's compression codecs, as the Java client writes and reads them.
+
+A compressed RecordBatch carries no uncompressed size, so ``decompress`` takes a ceiling
+instead and stops as soon as the output passes it, whatever sizes the payload declares:
+a forged payload costs about ``max_size`` bytes, never what it claims. Formats: GZIP is
+the gzip format, SNAPPY the xerial framing of the Java client (plain raw snappy, as other
+clients may write, is read too), LZ4 the standard LZ4 frame with independent blocks, ZSTD
+a zstd frame.
+
+The LZ4, zstd and Snappy libraries are optional; each is imported the first time its codec
+is asked for, and a missing one raises ``InvalidConfigurationError`` naming the pip extra.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import threading
+import zlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from msgclient.core.compression import BytesLike, CompressionType
+from msgclient.errors import InvalidConfigurationError, ProtocolError
+
+__all__ = ["KAFKA_CODEC_IDS", "KafkaCodec", "get_kafka_codec"]
+
+# The codec id in bits 0-2 of a RecordBatch's attributes.
+KAFKA_CODEC_IDS: dict[CompressionType, int] = {
+    CompressionType.NONE: 0,
+    CompressionType.GZIP: 1,
+    CompressionType.SNAPPY: 2,
+    CompressionType.LZ4: 3,
+    CompressionType.ZSTD: 4,
+}
+
+# Output is produced at most this much at a time: lz4 and zstandard allocate the whole
+# max_length they are given up front, so asking for max_size at once would cost a large
+# allocation per small batch.
+_CHUNK = 1 << 20
+
+
+class KafkaCodec(Protocol):
+    """Compresses the records of a batch, and restores them up to a size limit.
+
+    Instances are shared and safe to call from several threads at once.
+    """
+
+    def compress(self, data: BytesLike) -> bytes: ...
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        """Raise ``ProtocolError`` if ``data`` is corrupt, truncated, or would decompress
+        to more than ``max_size`` bytes."""
+
+
+@functools.cache
+def get_kafka_codec(kind: CompressionType) -> KafkaCodec:
+    """The shared Kafka codec for ``kind``; raises ``InvalidConfigurationError`` if its
+    package is missing (that failure is not cached, so installing the package is enough)
+    or if Kafka has no such codec (ZLIB).
+    """
+    factory = _CODECS.get(kind)
+    if factory is None:
+        raise InvalidConfigurationError(
+            f"option compression_type={kind} is invalid on Kafka (use GZIP on Kafka): use one"
+            " of " + ", ".join(str(k) for k in _CODECS)
+        )
+    return factory()
+
+
+def _too_big(name: str, max_size: int) -> ProtocolError:
+    return ProtocolError(f"{name} payload decompresses to more than {max_size} bytes")
+
+
+def _corrupt(name: str, error: object) -> ProtocolError:
+    return ProtocolError(f"corrupt {name} payload: {error}")
+
+
+def _missing(name: str, package: str, extra: str) -> InvalidConfigurationError:
+    return InvalidConfigurationError(
+        f"{name} compression needs the {package!r} package: pip install msgclient[{extra}]"
+    )
+
+
+class _NoneCodec:
+    __slots__ = ()
+
+    def compress(self, data: BytesLike) -> bytes:
+        return bytes(data)
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        if len(data) > max_size:
+            raise _too_big("uncompressed", max_size)
+        return bytes(data)
+
+
+class _GzipCodec:
+    __slots__ = ()
+
+    def compress(self, data: BytesLike) -> bytes:
+        # Level 6, Java's GZIPOutputStream default; wbits 31 writes the gzip wrapper.
+        return zlib.compress(data, 6, 31)
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        parts: list[bytes] = []
+        budget = max_size + 1  # one byte more than allowed exposes an oversize stream
+        rest = bytes(data)
+        try:
+            while True:  # concatenated gzip members are one stream, as GZIPInputStream reads
+                stream = zlib.decompressobj(31)
+                out = stream.decompress(rest, budget)
+                parts.append(out)
+                budget -= len(out)
+                if budget <= 0:
+                    raise _too_big("GZIP", max_size)
+                if not stream.eof:
+                    raise _corrupt("GZIP", "truncated stream")
+                rest = stream.unused_data
+                if not rest:
+                    return b"".join(parts)
+        except zlib.error as error:
+            raise _corrupt("GZIP", error) from error
+
+
+class _Lz4Codec:
+    __slots__ = ("_compress", "_decompressor", "_error")
+
+    def __init__(self) -> None:
+        try:
+            import lz4.frame
+        except ImportError as error:
+            raise _missing("LZ4", "lz4", "lz4") from error
+        # What the Java client writes and insists on reading: independent 64 KiB blocks
+        # ("Dependent block stream is unsupported"), no content size or checksum.
+        self._compress = functools.partial(
+            lz4.frame.compress,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            store_size=False,
+        )
+        self._decompressor = lz4.frame.LZ4FrameDecompressor
+        self._error: type[Exception] = RuntimeError  # what lz4.frame raises on bad input
+
+    def compress(self, data: BytesLike) -> bytes:
+        out: bytes = self._compress(data)
+        return out
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        parts: list[bytes] = []
+        budget = max_size + 1
+        rest: BytesLike = data
+        try:
+            while True:  # one frame after the other, if there are several
+                stream: Any = self._decompressor()
+                out = stream.decompress(rest, min(budget, _CHUNK))
+                while True:
+                    parts.append(out)
+                    budget -= len(out)
+                    if budget <= 0:
+                        raise _too_big("LZ4", max_size)
+                    if stream.eof or stream.needs_input:
+                        break
+                    out = stream.decompress(b"", min(budget, _CHUNK))
+                if not stream.eof:
+                    raise _corrupt("LZ4", "truncated frame")
+                rest = stream.unused_data
+                if not rest:
+                    return b"".join(parts)
+        except self._error as error:
+            raise _corrupt("LZ4", error) from error
+
+
+class _ZstdCodec:
+    __slots__ = ("_error", "_local", "_new_compressor", "_new_decompressor")
+
+    def __init__(self) -> None:
+        try:
+            import zstandard
+        except ImportError as error:
+            raise _missing("ZSTD", "zstandard", "zstd") from error
+        # Level 3, Kafka's default compression.zstd.level.
+        self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
+        self._new_decompressor = zstandard.ZstdDecompressor
+        self._error: type[Exception] = zstandard.ZstdError
+        # (De)compressor objects must not be shared between threads; one per thread saves
+        # their setup on every batch.
+        self._local = threading.local()
+
+    def compress(self, data: BytesLike) -> bytes:
+        try:
+            compressor: Any = self._local.compressor
+        except AttributeError:
+            compressor = self._local.compressor = self._new_compressor()
+        out: bytes = compressor.compress(data)
+        return out
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        try:
+            decompressor: Any = self._local.decompressor
+        except AttributeError:
+            decompressor = self._local.decompressor = self._new_decompressor()
+        # A stream reader, not decompress(): that one trusts the frame's declared content
+        # size for its allocation. A truncated frame just ends early here; the record
+        # parser then finds records missing.
+        parts: list[bytes] = []
+        budget = max_size + 1
+        try:
+            reader = decompressor.stream_reader(data, read_across_frames=True)
+            while budget > 0:
+                out = reader.read(min(budget, _CHUNK))
+                if not out:
+                    return b"".join(parts)
+                parts.append(out)
+                budget -= len(out)
+        except self._error as error:
+            raise _corrupt("ZSTD", error) from error
+        raise _too_big("ZSTD", max_size)
+
+
+# xerial snappy-java's stream header: marker, "SNAPPY\0", then version and compatible
+# version as big-endian int32 (both 1). Readers ignore the two versions (some producers
+# write them little-endian).
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size, what the Java client writes
+_I32 = struct.Struct(">i")
+
+
+class _SnappyCodec:
+    __slots__ = ("_compress", "_decompress", "_error", "_length")
+
+    def __init__(self) -> None:
+        try:
+            import cramjam
+        except ImportError as error:
+            raise _missing("SNAPPY", "cramjam", "snappy") from error
+        self._compress = cramjam.snappy.compress_raw
+        self._decompress = cramjam.snappy.decompress_raw
+        self._length = cramjam.snappy.decompress_raw_len
+        self._error: type[Exception] = cramjam.DecompressionError
+
+    def compress(self, data: BytesLike) -> bytes:
+        view = memoryview(data)
+        parts = [_XERIAL_HEADER]
+        for start in range(0, len(view), _XERIAL_BLOCK):
+            block = bytes(self._compress(view[start : start + _XERIAL_BLOCK]))
+            parts.append(_I32.pack(len(block)))
+            parts.append(block)
+        return b"".join(parts)
+
+    def decompress(self, data: BytesLike, max_size: int) -> bytes:
+        data = bytes(data)
+        if len(data) < 16 or not data.startswith(_XERIAL_MAGIC):
+            return self._block(data, max_size, max_size)
+        parts: list[bytes] = []
+        budget = max_size
+        position = 16
+        while position < len(data):
+            if position + 4 > len(data):
+                raise _corrupt("SNAPPY", "truncated xerial block length")
+            (size,) = _I32.unpack_from(data, position)
+            position += 4
+            if size < 0 or position + size > len(data):
+                raise _corrupt("SNAPPY", f"xerial block of {size} bytes overruns the payload")
+            out = self._block(data[position : position + size], budget, max_size)
+            budget -= len(out)
+            parts.append(out)
+            position += size
+        return b"".join(parts)
+
+    def _block(self, block: bytes, budget: int, max_size: int) -> bytes:
+        try:
+            # A raw block starts with its uncompressed length: check it before allocating.
+            if self._length(block) > budget:
+                raise _too_big("SNAPPY", max_size)
+            return bytes(self._decompress(block))
+        except self._error as error:
+            raise _corrupt("SNAPPY", error) from error
+
+
+_CODECS: dict[CompressionType, Callable[[], KafkaCodec]] = {
+    CompressionType.NONE: _NoneCodec,
+    CompressionType.GZIP: _GzipCodec,
+    CompressionType.SNAPPY: _SnappyCodec,
+    CompressionType.LZ4: _Lz4Codec,
+    CompressionType.ZSTD: _ZstdCodec,
+}

@@ -1,0 +1,330 @@
+"""Kafka consumers: the subscription of one ``subscribe`` call and its partition transports.
+
+A durable subscription is a consumer group (Failover and Exclusive both map onto one): each
+member's core keeps a PartitionConsumer for every partition, and the group's assignment
+decides which of them this member fetches, as a Pulsar Failover subscription makes one
+consumer active per partition. A partition assigned here starts at the group's committed
+offset (``initial_position`` only when there is none); a revoked one first commits what
+was acknowledged. A non-durable subscription (a reader) joins no group and reads every
+partition from its start position.
+
+Acks are Pulsar's: individual acks are tracked per partition and the group commits the
+first offset not yet acknowledged (``OffsetTracker``), so an out-of-order ack never
+commits past an unacknowledged message. Commits of all partitions go out together, at most
+one OffsetCommit per event-loop turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from msgclient.adapter import ConsumerEvents, ConsumerTransport
+from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.core.offset_tracker import OffsetTracker
+from msgclient.errors import MsgClientError, NotSupportedError
+from msgclient.message import Message, MessageId
+from msgclient.options import ConsumerOptions, InitialPosition, SubscriptionMode
+from protocols.kafkawire.fetcher import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    Fetcher,
+    FetchState,
+    list_offset,
+)
+from protocols.kafkawire.group import GroupMembership
+from protocols.kafkawire.message_id import KafkaMessageId
+
+if TYPE_CHECKING:
+    from protocols.kafkawire.adapter import KafkaBackend
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class KafkaSubscription:
+    """What the partition transports of one ``subscribe`` call share (the core's
+    subscription context): the group membership, the fetcher, the batched commits."""
+
+    def __init__(
+        self, backend: KafkaBackend, topics: list[str], group_id: str, options: ConsumerOptions
+    ) -> None:
+        self.backend = backend
+        self.options = options
+        self.transports: dict[TopicPartition, KafkaConsumerTransport] = {}
+        self.fetcher = Fetcher(
+            backend.lookup,
+            backend.pool.get_connection,
+            options,
+            max_uncompressed_bytes=options.fetch_max_bytes,
+        )
+        self.group: GroupMembership | None = None
+        if options.subscription_mode is SubscriptionMode.Durable:
+            self.group = GroupMembership(backend, group_id, topics, options, self)
+        self._started: asyncio.Future[None] | None = None
+        self._dirty: dict[TopicPartition, int] = {}
+        self._commit: asyncio.Future[None] | None = None
+        self._open = 0
+
+    async def start(self, timeout: float) -> None:
+        """Join the group once, for every transport (the first caller does it)."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start(timeout))
+        await asyncio.shield(self._started)
+
+    async def _start(self, timeout: float) -> None:
+        if self.group is not None:
+            await self.group.start(timeout)
+
+    # -- the group's assignment ---------------------------------------------------------
+
+    async def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        assert self.group is not None
+        committed = await self.group.committed(partitions)
+        for tp in partitions:
+            transport = self.transports.get(tp)
+            if transport is not None:
+                position = committed.get(tp, -1)
+                if position < 0:
+                    position = await transport.initial_offset()
+                transport.activate(position)
+        await _call_user(self.options.rebalance_listener, "on_partitions_assigned", partitions)
+
+    async def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            transport = self.transports.get(tp)
+            if transport is not None:
+                transport.deactivate()
+        await self.flush_commits()
+        await _call_user(self.options.rebalance_listener, "on_partitions_revoked", partitions)
+
+    async def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._dirty.pop(tp, None)
+            transport = self.transports.get(tp)
+            if transport is not None:
+                transport.deactivate()
+        await _call_user(self.options.rebalance_listener, "on_partitions_revoked", partitions)
+
+    # -- commits ------------------------------------------------------------------------
+
+    def commit_soon(self, tp: TopicPartition, position: int) -> asyncio.Future[None]:
+        """Commit ``position`` for ``tp`` with the others made in this loop turn."""
+        self._dirty[tp] = position
+        if self._commit is None:
+            self._commit = asyncio.ensure_future(self._commit_dirty())
+        return self._commit
+
+    async def _commit_dirty(self) -> None:
+        await asyncio.sleep(0)  # gather the acks of every partition made in this turn
+        offsets, self._dirty = self._dirty, {}
+        self._commit = None
+        if self.group is None or not offsets:
+            return
+        try:
+            await self.group.commit(offsets)
+        except MsgClientError as error:
+            log.warning("commit of %d partitions failed: %s", len(offsets), error)
+            raise
+
+    async def flush_commits(self) -> None:
+        while self._commit is not None or self._dirty:
+            commit = self._commit or self.commit_soon(*self._dirty.popitem())
+            with contextlib.suppress(MsgClientError):
+                await commit
+
+    # -- transports ---------------------------------------------------------------------
+
+    def opened(self, transport: KafkaConsumerTransport) -> None:
+        self.transports[(transport.topic, transport.partition)] = transport
+        self._open += 1
+
+    async def closed(self) -> None:
+        self._open -= 1
+        if self._open:
+            return
+        await self.flush_commits()
+        if self.group is not None:
+            await self.group.close()
+        await self.fetcher.close()
+
+
+class KafkaConsumerTransport(ConsumerTransport):
+    redelivers_by_id = True
+
+    def __init__(
+        self,
+        subscription: KafkaSubscription,
+        topic: str,
+        partition: int,
+        options: ConsumerOptions,
+        events: ConsumerEvents,
+    ) -> None:
+        self._subscription = subscription
+        self.topic = topic
+        self.partition = partition
+        self._options = options
+        self._events = events
+        self._state = FetchState(topic, partition, self._deliver, self._on_fetch_error)
+        self._tracker: OffsetTracker | None = None
+        self._committed = -1
+        self._redelivery_counts: dict[int, int] = {}
+        subscription.opened(self)
+
+    # -- assignment ---------------------------------------------------------------------
+
+    async def initial_offset(self) -> int:
+        if self._options.start_message_id is not None:
+            start = self._options.start_message_id
+            if isinstance(start, KafkaMessageId) and start.partition == self.partition:
+                return start.offset + (0 if self._options.start_message_id_inclusive else 1)
+        earliest = self._options.initial_position is InitialPosition.Earliest
+        return await self._list_offset(EARLIEST_TIMESTAMP if earliest else LATEST_TIMESTAMP)
+
+    def activate(self, position: int) -> None:
+        self._tracker = OffsetTracker(position)
+        self._committed = position
+        self._redelivery_counts.clear()
+        self._state.position = position
+        self._state.redeliveries.clear()
+        self._events.on_active_consumer_change(True)
+        self._subscription.fetcher.add(self._state)
+
+    def deactivate(self) -> None:
+        tracker = self._tracker
+        if tracker is None:
+            return
+        if tracker.commit_position > self._committed:
+            self._subscription.commit_soon((self.topic, self.partition), tracker.commit_position)
+        self._tracker = None
+        self._state.position = None
+        self._subscription.fetcher.remove(self._state)
+        self._events.on_partition_revoked()
+
+    # -- ConsumerTransport --------------------------------------------------------------
+
+    async def connect(self) -> None:
+        await self._subscription.start(self._options_timeout())
+        if self._subscription.group is None and self._tracker is None:
+            self.activate(await self.initial_offset())
+
+    def flow(self, permits: int) -> None:
+        self._state.permits += permits
+        self._subscription.fetcher.wake(self._state)
+
+    def acknowledge(self, batch: AckBatch) -> Awaitable[None] | None:
+        tracker = self._tracker
+        if tracker is None:
+            return None  # revoked meanwhile: the new owner reads from the committed offset
+        counts = self._redelivery_counts
+        for message_id in batch.individual:
+            offset = _offset(message_id)
+            tracker.ack(offset)
+            if counts:
+                counts.pop(offset, None)
+        if batch.cumulative is not None:
+            tracker.ack_cumulative(_offset(batch.cumulative))
+        position = tracker.commit_position
+        if position <= self._committed or self._subscription.group is None:
+            return None
+        self._committed = position
+        commit = self._subscription.commit_soon((self.topic, self.partition), position)
+        return commit if self._options.ack_receipt_enabled else None
+
+    def redeliver(self, message_ids: list[MessageId] | None) -> None:
+        if message_ids is None or self._tracker is None:
+            return
+        counts = self._redelivery_counts
+        for message_id in message_ids:
+            offset = _offset(message_id)
+            count = counts[offset] = counts.get(offset, 0) + 1
+            self._state.redeliveries[offset] = count
+        self._subscription.fetcher.wake(self._state)
+
+    async def seek(self, position: MessageId | int) -> None:
+        if isinstance(position, MessageId):
+            offset = _offset(position)
+        else:
+            offset = await self._list_offset(position)
+            if offset < 0:
+                offset = await self._list_offset(LATEST_TIMESTAMP)
+        self.activate(offset)
+        if self._subscription.group is not None:
+            await self._subscription.commit_soon((self.topic, self.partition), offset)
+
+    async def get_last_message_id(self) -> MessageId | None:
+        end = await self._list_offset(LATEST_TIMESTAMP)
+        return KafkaMessageId(self.topic, self.partition, end - 1) if end > 0 else None
+
+    async def unsubscribe(self) -> None:
+        raise NotSupportedError(
+            "unsubscribe is not supported on Kafka: a consumer group has no subscription "
+            "to delete; close the consumer (its offsets stay committed)"
+        )
+
+    def drop_connection(self, reason: str) -> None:
+        log.info("%s-%d: %s: fetching from a fresh connection", self.topic, self.partition, reason)
+        self._subscription.backend.lookup.invalidate(self.topic)
+
+    async def close(self) -> None:
+        self._subscription.fetcher.remove(self._state)
+        if self._tracker is not None and self._tracker.commit_position > self._committed:
+            self._subscription.commit_soon(
+                (self.topic, self.partition), self._tracker.commit_position
+            )
+        self._tracker = None
+        await self._subscription.closed()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _deliver(self, messages: list[Message]) -> None:
+        tracker = self._tracker
+        if tracker is None:
+            return
+        for message in messages:
+            tracker.delivered(message.message_id().offset)  # type: ignore[attr-defined]
+        if self._state.position is not None:
+            tracker.skip_to(self._state.position)
+        if messages:
+            self._events.on_messages(messages)
+
+    def _on_fetch_error(self, error: MsgClientError) -> None:
+        log.warning("%s-%d: %s", self.topic, self.partition, error)
+        task = asyncio.ensure_future(self._reset_position())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _reset_position(self) -> None:
+        """The position is out of range (deleted by retention): start again where
+        ``initial_position`` says, as Kafka's auto.offset.reset does."""
+        if self._tracker is not None:
+            self.activate(await self.initial_offset())
+
+    async def _list_offset(self, timestamp: int) -> int:
+        leader = await self._subscription.backend.lookup.leader(self.topic, self.partition)
+        connection = await self._subscription.backend.pool.get_connection(leader)
+        return await list_offset(connection, self.topic, self.partition, timestamp)
+
+    def _options_timeout(self) -> float:
+        return self._subscription.backend.operation_timeout
+
+
+def _offset(message_id: MessageId) -> int:
+    if not isinstance(message_id, KafkaMessageId):
+        raise TypeError(f"not a Kafka message id: {message_id!r}")
+    return message_id.offset
+
+
+async def _call_user(listener: Any, method: str, partitions: list[TopicPartition]) -> None:
+    if listener is None:
+        return
+    try:
+        result = getattr(listener, method)(list(partitions))
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # a user callback must not break the group membership
+        log.exception("rebalance listener %s failed", method)

@@ -1,0 +1,338 @@
+"""Fetcher: one Fetch request per leader broker for every fetchable partition of a consumer.
+
+The core's permit-based flow control decides what is fetchable: a partition is asked for
+only while it has permits left (the FlowWindow grants them as the application takes
+messages, refilling at half the window, so the next Fetch goes out before the queue runs
+dry). A fetch never delivers more messages than the partition's permits: the surplus of a
+response is dropped and read again from its offset by a later fetch, and each partition's
+byte budget follows its permits (permits times the mean record size seen), so little is
+dropped. Buffered bytes are bounded by ``fetch_max_bytes`` per response (one fetch in
+flight per broker) plus the queue's permits.
+
+Redeliveries (negative acks, ack timeouts) are fetched apart, one offset range at a time,
+and only the offsets asked for are delivered again, with their redelivery count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+
+from msgclient.errors import MsgClientError
+from msgclient.message import Message
+from msgclient.options import ConsumerOptions
+from protocols.kafkawire import errors
+from protocols.kafkawire.metadata import KafkaLookupService
+from protocols.kafkawire.records import decode_record_batches
+from protocols.kafkawire.session import KafkaConnection
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+_MIN_PARTITION_BYTES = 64 * 1024
+_RETRY_DELAY = 0.1  # after a failed fetch: the metadata and connection are looked up again
+
+Connect = Callable[[str], Any]
+
+
+class FetchState:
+    """What the fetcher knows of one partition; the consumer transport owns it."""
+
+    __slots__ = (
+        "deliver",
+        "mean_record_bytes",
+        "on_error",
+        "partition",
+        "permits",
+        "position",
+        "redeliveries",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        deliver: Callable[[list[Message]], None],
+        on_error: Callable[[MsgClientError], None],
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        # called after each fetch with its messages in offset order (maybe none), once
+        # ``position`` is past them
+        self.deliver = deliver
+        self.on_error = on_error  # an error the fetcher cannot retry (e.g. data lost)
+        self.position: int | None = None  # next offset to fetch; None: not fetching
+        self.permits = 0
+        self.redeliveries: dict[int, int] = {}  # offset -> redelivery count to give it
+        self.mean_record_bytes = 0.0
+
+    @property
+    def fetchable(self) -> bool:
+        return self.position is not None and self.permits > 0
+
+
+class Fetcher:
+    """The fetch loops of one consumer: one task per leader broker in use."""
+
+    def __init__(
+        self,
+        lookup: KafkaLookupService,
+        connect: Callable[[str], Any],
+        options: ConsumerOptions,
+        max_uncompressed_bytes: int,
+    ) -> None:
+        self._lookup = lookup
+        self._connect = connect
+        self._options = options
+        self._max_uncompressed = max_uncompressed_bytes
+        self._states: dict[FetchState, str | None] = {}  # state -> leader address
+        self._loops: dict[str, asyncio.Task[None]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._closed = False
+
+    def add(self, state: FetchState) -> None:
+        self._states[state] = None
+        self.wake(state)
+
+    def remove(self, state: FetchState) -> None:
+        self._states.pop(state, None)
+
+    def wake(self, state: FetchState) -> None:
+        """``state`` may have become fetchable (permits, a position, a redelivery)."""
+        if self._closed or state not in self._states:
+            return
+        leader = self._states[state]
+        if leader is None:
+            task = asyncio.ensure_future(self._locate(state))
+            task.add_done_callback(_log_failure)
+            return
+        self._wake[leader].set()
+
+    async def _locate(self, state: FetchState) -> None:
+        try:
+            leader = await self._lookup.leader(state.topic, state.partition)
+        except MsgClientError as error:
+            log.info("%s-%d: no leader yet (%s)", state.topic, state.partition, error)
+            await asyncio.sleep(_RETRY_DELAY)
+            if state in self._states and self._states[state] is None:
+                self.wake(state)
+            return
+        if state not in self._states or self._closed:
+            return
+        self._states[state] = leader
+        if leader not in self._loops:
+            self._wake[leader] = asyncio.Event()
+            self._loops[leader] = asyncio.ensure_future(self._run(leader))
+        self._wake[leader].set()
+
+    def _relocate(self, states: list[FetchState]) -> None:
+        for state in states:
+            self._lookup.invalidate(state.topic)
+            if state in self._states:
+                self._states[state] = None
+                self.wake(state)
+
+    async def close(self) -> None:
+        self._closed = True
+        loops = list(self._loops.values())
+        for task in loops:
+            task.cancel()
+        for task in loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- the loop of one leader ---------------------------------------------------------
+
+    async def _run(self, leader: str) -> None:
+        wake = self._wake[leader]
+        while not self._closed:
+            mine = [s for s, where in self._states.items() if where == leader]
+            redeliver = [s for s in mine if s.redeliveries and s.position is not None]
+            fetchable = [s for s in mine if s.fetchable]
+            if not redeliver and not fetchable:
+                wake.clear()
+                await wake.wait()
+                continue
+            try:
+                connection: KafkaConnection = await self._connect(leader)
+                for state in redeliver:
+                    await self._fetch_redeliveries(connection, state)
+                if fetchable:
+                    await self._fetch(connection, fetchable)
+            except MsgClientError as error:
+                log.info("fetch from %s failed (%s): looking up leaders again", leader, error)
+                self._relocate(mine)
+                await asyncio.sleep(_RETRY_DELAY)
+
+    async def _fetch(self, connection: KafkaConnection, states: list[FetchState]) -> None:
+        options = self._options
+        by_topic: dict[str, list[FetchState]] = {}
+        for state in states:
+            by_topic.setdefault(state.topic, []).append(state)
+        request = _fetch_request(
+            options,
+            {
+                topic: [(s.partition, s.position or 0, self._budget(s)) for s in group]
+                for topic, group in by_topic.items()
+            },
+        )
+        response = await connection.session.request(request)
+        if response.error_code:
+            raise errors.kafka_error(response.error_code, f"Fetch from {connection.address}")
+        answers = {
+            (topic.topic, p.partition_index): p
+            for topic in response.responses
+            for p in topic.partitions
+        }
+        stale: list[FetchState] = []
+        for state in states:
+            answer = answers.get((state.topic, state.partition))
+            if answer is None or state not in self._states:
+                continue
+            if answer.error_code:
+                self._partition_error(state, answer.error_code, stale)
+                continue
+            self._take(state, answer.records or b"")
+        if stale:
+            self._relocate(stale)
+
+    def _take(self, state: FetchState, records: bytes) -> None:
+        position = state.position
+        if position is None:
+            return  # stopped while the fetch was out (revoked, closed)
+        messages, next_offset = decode_record_batches(
+            records,
+            state.topic,
+            state.partition,
+            position,
+            max_uncompressed_bytes=self._max_uncompressed,
+        )
+        if messages:
+            state.mean_record_bytes = len(records) / max(len(messages), 1)
+        if len(messages) > state.permits:
+            messages = messages[: state.permits]
+            next_offset = messages[-1].message_id().offset + 1  # type: ignore[attr-defined]
+        state.position = next_offset
+        state.permits -= len(messages)
+        state.deliver(messages)  # even none: the position may have passed control records
+
+    async def _fetch_redeliveries(self, connection: KafkaConnection, state: FetchState) -> None:
+        wanted = state.redeliveries
+        first = min(wanted)
+        request = _fetch_request(
+            self._options,
+            {state.topic: [(state.partition, first, self._options.max_partition_fetch_bytes)]},
+        )
+        response = await connection.session.request(request)
+        answer = response.responses[0].partitions[0] if response.responses else None
+        if answer is None or answer.error_code:
+            code = answer.error_code if answer is not None else errors.UNKNOWN_TOPIC_OR_PARTITION
+            if code == errors.OFFSET_OUT_OF_RANGE:  # deleted by retention: nothing to redeliver
+                wanted.clear()
+                return
+            raise errors.kafka_error(code, f"refetching {state.topic}-{state.partition}")
+        messages, _ = decode_record_batches(
+            answer.records or b"",
+            state.topic,
+            state.partition,
+            first,
+            max_uncompressed_bytes=self._max_uncompressed,
+        )
+        again: list[Message] = []
+        for message in messages:
+            count = wanted.pop(message.message_id().offset, None)  # type: ignore[attr-defined]
+            if count is not None:
+                message._redelivery_count = count
+                again.append(message)
+        if not messages:  # nothing at or after the first offset asked for: it is gone
+            wanted.pop(first, None)
+        if again:
+            state.deliver(again)
+
+    def _budget(self, state: FetchState) -> int:
+        """Bytes to ask for: about what the partition's permits can take."""
+        limit = self._options.max_partition_fetch_bytes
+        if not state.mean_record_bytes:
+            return limit
+        wanted = int(state.permits * state.mean_record_bytes * 1.2)
+        return max(min(wanted, limit), min(_MIN_PARTITION_BYTES, limit))
+
+    def _partition_error(self, state: FetchState, code: int, stale: list[FetchState]) -> None:
+        if code in errors.METADATA_ERRORS:
+            stale.append(state)
+            return
+        error = errors.kafka_error(code, f"fetch of {state.topic}-{state.partition}")
+        if code == errors.OFFSET_OUT_OF_RANGE:
+            state.position = None
+        state.on_error(error)
+
+
+def _fetch_request(
+    options: ConsumerOptions, partitions: dict[str, list[tuple[int, int, int]]]
+) -> Any:
+    return FetchRequest(
+        replica_id=-1,
+        max_wait_ms=options.fetch_max_wait_ms,
+        min_bytes=options.fetch_min_bytes,
+        max_bytes=options.fetch_max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=topic,
+                partitions=[
+                    FetchRequest.FetchTopic.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=budget,
+                    )
+                    for partition, offset, budget in entries
+                ],
+            )
+            for topic, entries in partitions.items()
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+async def list_offset(
+    connection: KafkaConnection, topic: str, partition: int, timestamp: int
+) -> int:
+    """ListOffsets: the first offset at or after ``timestamp`` (ms), or EARLIEST_TIMESTAMP /
+    LATEST_TIMESTAMP's; -1 when no message is that late."""
+    request = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=topic,
+                partitions=[
+                    ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                        partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
+                    )
+                ],
+            )
+        ],
+        timeout_ms=int(connection.operation_timeout * 1000),
+    )
+    response = await connection.session.request(request)
+    answer = response.topics[0].partitions[0]
+    if answer.error_code:
+        raise errors.kafka_error(answer.error_code, f"ListOffsets of {topic}-{partition}")
+    return int(answer.offset)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("fetcher task failed", exc_info=task.exception())

@@ -1,0 +1,58 @@
+"""Kafka message ids: (topic, partition, offset)."""
+
+from __future__ import annotations
+
+import struct
+
+from msgclient.errors import MalformedFrameError
+from msgclient.message import MessageId
+
+_HEADER = struct.Struct(">Biq")  # format version, partition, offset; then the topic in UTF-8
+_VERSION = 1
+
+
+class KafkaMessageId(MessageId):
+    """Where Kafka stored a message. Ids of one topic order by (partition, offset)."""
+
+    __slots__ = ("_hash", "offset", "partition", "topic")
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self._hash = hash((partition, offset))  # hashed on every ack: keep it
+
+    def _sort_key(self) -> tuple[int, ...]:
+        return (self.partition, self.offset)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not KafkaMessageId:
+            return NotImplemented
+        return (
+            self.offset == other.offset
+            and self.partition == other.partition
+            and self.topic == other.topic
+        )
+
+    def serialize(self) -> bytes:
+        return _HEADER.pack(_VERSION, self.partition, self.offset) + self.topic.encode()
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> KafkaMessageId:
+        if len(data) < _HEADER.size or data[0] != _VERSION:
+            raise MalformedFrameError(f"not a serialized Kafka message id: {data[:16]!r}")
+        _, partition, offset = _HEADER.unpack_from(data)
+        try:
+            topic = data[_HEADER.size :].decode()
+        except UnicodeDecodeError as error:
+            raise MalformedFrameError(f"not a serialized Kafka message id: {error}") from error
+        return cls(topic, partition, offset)
+
+    def __repr__(self) -> str:
+        return f"KafkaMessageId({self.topic!r}, {self.partition}, {self.offset})"
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}@{self.offset}"

@@ -1,0 +1,75 @@
+"""Helpers for the Kafka integration tests: kafka-python is the reference reader and writer.
+
+kafka-python is blocking: its calls run in a thread so that the event loop (and msgclient)
+runs meanwhile. Every wait is bounded by ``TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.consumer.fetcher import ConsumerRecord
+
+TIMEOUT = 15.0
+
+
+def create_topic_blocking(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    await asyncio.wait_for(
+        asyncio.to_thread(create_topic_blocking, bootstrap, topic, partitions), TIMEOUT
+    )
+
+
+def read_blocking(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord]:
+    """Exactly ``count`` records of ``topic`` from the start (fails on fewer; more would show
+    up as a longer list when the caller asks for more than were written)."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=1500,
+        fetch_max_wait_ms=100,  # tansu: a 0 ms wait returns nothing (brokers.md)
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+    )
+    records: list[ConsumerRecord] = []
+    try:
+        for record in consumer:
+            records.append(record)
+    finally:
+        consumer.close()
+    assert len(records) == count, f"kafka-python read {len(records)} records, expected {count}"
+    return records
+
+
+async def read(bootstrap: str, topic: str, count: int) -> list[ConsumerRecord]:
+    return await asyncio.wait_for(asyncio.to_thread(read_blocking, bootstrap, topic, count), 60)
+
+
+def produce_blocking(
+    bootstrap: str, topic: str, records: list[dict[str, Any]], **config: Any
+) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, **config)
+    try:
+        for record in records:
+            producer.send(topic, **record)
+        producer.flush(timeout=TIMEOUT)
+    finally:
+        producer.close()
+
+
+async def produce(bootstrap: str, topic: str, records: list[dict[str, Any]], **config: Any) -> None:
+    await asyncio.wait_for(
+        asyncio.to_thread(produce_blocking, bootstrap, topic, records, **config), 60
+    )

@@ -1,0 +1,182 @@
+"""The Kafka consumer and reader on a real broker (tansu), fed by kafka-python and msgclient.
+
+Group tests use short session timeouts: tansu holds a JoinGroup for about half the session
+timeout (brokers.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import msgclient
+from msgclient.embedded import KafkaBroker
+from protocols.kafkawire.message_id import KafkaMessageId
+from tests.kafka.helpers import create_topic, produce, read
+
+GROUP: dict[str, Any] = {
+    "consumer_type": msgclient.ConsumerType.Failover,
+    "initial_position": msgclient.InitialPosition.Earliest,
+    "session_timeout_ms": 4000,
+    "heartbeat_interval_ms": 300,
+    "rebalance_timeout_ms": 4000,
+    "fetch_max_wait_ms": 100,
+}
+
+
+async def within(awaitable: Any, timeout: float = 20.0) -> Any:
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+async def receive_n(consumer: msgclient.Consumer, count: int) -> list[msgclient.Message]:
+    return [await consumer.receive(timeout_millis=10_000) for _ in range(count)]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", None])
+async def test_msgclient_reads_exactly_what_kafka_python_wrote(
+    kafka_broker: KafkaBroker, topic: str, codec: str | None
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    records = [
+        {"key": b"k%d" % (i % 5), "value": b"v%d" % i, "headers": [("h", b"%d" % i)]}
+        for i in range(300)
+    ] + [{"value": b"", "timestamp_ms": 1_700_000_000_000}, {"value": b"x" * (1 << 20)}]
+    await produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        records,
+        compression_type=codec,
+        max_request_size=4 << 20,
+    )
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
+        received = await within(receive_n(consumer, len(records)))
+        for message in received:
+            consumer.acknowledge(message)
+    by_value = {m.data(): m for m in received}
+    assert len(by_value) == len(records)
+    for record in records[:300]:
+        message = by_value[record["value"]]
+        assert message.key_bytes() == record["key"]
+        assert message.properties() == {"h": record["headers"][0][1].decode()}
+    assert by_value[b""].event_timestamp() == 1_700_000_000_000
+
+
+async def test_out_of_order_acks_never_commit_past_an_unacked_message(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"%d" % i} for i in range(10)])
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
+        received = await within(receive_n(consumer, 10))
+        for message in received:
+            if message.data() != b"3":  # everything but offset 3
+                consumer.acknowledge(message)
+        await consumer.close()
+        again = await client.subscribe(topic, "g-" + topic, **GROUP)
+        first = await within(again.receive(timeout_millis=10_000))
+        # the reopened consumer starts at the first unacked message
+        assert isinstance(first.message_id(), KafkaMessageId)
+        assert first.message_id().offset == 3  # type: ignore[attr-defined]
+        assert first.data() == b"3"
+
+
+async def test_two_consumers_split_the_partitions_and_one_takes_over(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 4)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        first = await client.subscribe(topic, "g-" + topic, **GROUP)
+        second = await client.subscribe(topic, "g-" + topic, **GROUP)
+
+        def active(consumer: msgclient.Consumer) -> int:
+            return sum(1 for p in consumer._partitions if p.is_active)  # type: ignore[attr-defined]
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not (active(first) == 2 and active(second) == 2):
+            assert loop.time() < deadline, (active(first), active(second))
+            await asyncio.sleep(0.1)
+        producer = await client.create_producer(topic)
+        for i in range(40):
+            await producer.send(b"%d" % i, partition_key=str(i))
+        got: list[msgclient.Message] = []
+        for consumer in (first, second):
+            while True:
+                try:
+                    message = await consumer.receive(timeout_millis=1500)
+                except msgclient.ReceiveTimeoutError:
+                    break
+                consumer.acknowledge(message)
+                got.append(message)
+        assert sorted(int(m.data()) for m in got) == list(range(40))
+        await second.close()
+        deadline = loop.time() + 20
+        while active(first) != 4:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.1)
+        for i in range(40, 60):
+            await producer.send(b"%d" % i, partition_key=str(i))
+        rest = await within(receive_n(first, 20))
+        assert sorted(int(m.data()) for m in rest) == list(range(40, 60))
+
+
+async def test_negative_ack_redelivers_with_count_then_dead_letters(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"poison"}, {"value": b"ok"}])
+    dlq = topic + "-dlq"
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(
+            topic,
+            "g-" + topic,
+            negative_ack_redelivery_delay_ms=100,
+            dead_letter_policy=msgclient.DeadLetterPolicy(
+                max_redeliver_count=2, dead_letter_topic=dlq
+            ),
+            **GROUP,
+        )
+        counts: list[int] = []
+        for _ in range(4):
+            message = await within(consumer.receive(timeout_millis=10_000))
+            if message.data() == b"ok":
+                consumer.acknowledge(message)
+                continue
+            counts.append(message.redelivery_count())
+            consumer.negative_acknowledge(message)
+        assert counts == [0, 1, 2]
+        # the third nack sends it to the dead-letter topic, readable by kafka-python
+        records = await read(kafka_broker.bootstrap_servers, dlq, 1)
+        assert records[0].value == b"poison"
+
+
+async def test_reader_from_earliest_reads_every_partition(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 3)
+    await produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [{"key": b"%d" % i, "value": b"%d" % i} for i in range(30)],
+    )
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        reader = await client.create_reader(topic, msgclient.InitialPosition.Earliest)
+        messages = [await within(reader.read_next(timeout_millis=10_000)) for _ in range(30)]
+    assert sorted(int(m.data()) for m in messages) == list(range(30))
+
+
+async def test_buffered_messages_never_exceed_the_permits(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"%d" % i} for i in range(500)])
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "g-" + topic, receiver_queue_size=20, **GROUP)
+        await within(consumer.receive(timeout_millis=10_000))
+        await asyncio.sleep(0.5)  # give the fetcher every chance to overfill
+        partition = consumer._partitions[0]  # type: ignore[attr-defined]
+        assert partition._queue.count(partition.window) <= 20

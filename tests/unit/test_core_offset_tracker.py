@@ -1,0 +1,61 @@
+"""OffsetTracker: individual acks commit only the contiguous acknowledged prefix."""
+
+from __future__ import annotations
+
+from msgclient.core.offset_tracker import OffsetTracker
+
+
+def delivered(tracker: OffsetTracker, *offsets: int) -> None:
+    for offset in offsets:
+        tracker.delivered(offset)
+
+
+def test_starts_at_the_given_position() -> None:
+    assert OffsetTracker(42).commit_position == 42
+
+
+def test_out_of_order_acks_never_pass_an_unacked_offset() -> None:
+    tracker = OffsetTracker(0)
+    delivered(tracker, 0, 1, 2, 3, 4)
+    for offset in (1, 2, 4):
+        tracker.ack(offset)
+    assert tracker.commit_position == 0
+    tracker.ack(0)
+    assert tracker.commit_position == 3  # 1 and 2 were acked already; 3 was not
+    tracker.ack(3)
+    assert tracker.commit_position == 5
+    assert tracker.unacked == 0
+
+
+def test_gaps_between_delivered_offsets_are_passed_over() -> None:
+    tracker = OffsetTracker(10)
+    delivered(tracker, 12, 15)  # 10, 11, 13, 14: compacted away or control records
+    tracker.ack(12)
+    assert tracker.commit_position == 15
+    tracker.ack(15)
+    assert tracker.commit_position == 16
+    tracker.skip_to(20)  # a fetch ended on control records
+    assert tracker.commit_position == 20
+
+
+def test_cumulative_ack_covers_everything_up_to_it() -> None:
+    tracker = OffsetTracker(0)
+    delivered(tracker, *range(10))
+    tracker.ack(7)
+    tracker.ack_cumulative(5)
+    assert tracker.commit_position == 6
+    tracker.ack(6)
+    assert tracker.commit_position == 8
+
+
+def test_redelivered_and_unknown_offsets_change_nothing() -> None:
+    tracker = OffsetTracker(5)
+    delivered(tracker, 5, 6)
+    tracker.delivered(5)  # a redelivery: still outstanding once
+    tracker.ack(3)  # before the position: already committed
+    tracker.ack(99)  # never delivered
+    assert tracker.commit_position == 5
+    assert tracker.unacked == 2
+    tracker.ack(5)
+    tracker.ack(6)
+    assert (tracker.commit_position, tracker.unacked) == (7, 0)
