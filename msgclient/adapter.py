@@ -165,6 +165,10 @@ class ProtocolBackend(ABC):
         """Which partition each message goes to (Pulsar's routing modes by default)."""
         return make_router(options, partitions)
 
+    def partition_of(self, message_id: MessageId) -> int | None:
+        """The partition a message id names, where ids name one (Kafka); None otherwise."""
+        return None
+
     def check_consumer(self, options: ConsumerOptions) -> None:  # noqa: B027 (optional hook)
         """Refuse, with a clear error, what the protocol cannot do (subscription types...)."""
 

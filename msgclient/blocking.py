@@ -73,6 +73,9 @@ class Client(Closing):
         reader = self._runner.run(self._client.create_reader(topic, start_message_id, **options))
         return Reader(reader, self._runner)
 
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        return self._runner.run(self._client.get_topic_partitions(topic))
+
     def close(self) -> None:
         try:
             self._runner.run(self._client.close())

@@ -109,6 +109,15 @@ class Client(AsyncClosing):
 
         Returns once every partition's subscription is registered on the broker.
         """
+        return await self._subscribe(topic, subscription_name, options, None)
+
+    async def _subscribe(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        options: dict[str, Any],
+        only_partition: int | None,
+    ) -> Consumer:
         if self._closed:
             raise AlreadyClosedError("the client is closed")
         consumer_options = build(
@@ -143,6 +152,7 @@ class Client(AsyncClosing):
             (base, name, index)
             for (topic_name, base), count in zip(subscribed, counts, strict=True)
             for name, index in self._partition_names(topic_name, count)
+            if only_partition is None or index == only_partition
         ]
         size = consumer_options.receiver_queue_size
         if size == 0 and len(names) > 1:
@@ -187,29 +197,55 @@ class Client(AsyncClosing):
         reader_name: str | None = None,
         receiver_queue_size: int = 1000,
         start_message_id_inclusive: bool = False,
+        partition: int | None = None,
     ) -> Reader:
         """Read ``topic`` from ``start_message_id`` (a MessageId, or InitialPosition.Earliest
-        / Latest) with a non-durable subscription of its own."""
+        / Latest) with a non-durable subscription of its own.
+
+        ``partition`` (an index into ``get_topic_partitions``) reads that partition alone.
+        Where a message id names its partition (Kafka), the reader reads that partition
+        alone too; on Pulsar a partitioned topic's reader otherwise starts at Earliest or
+        Latest."""
+        only_partition = partition
+        if partition is not None:
+            count = len(await self.get_topic_partitions(topic))
+            if not isinstance(partition, int) or not 0 <= partition < count:
+                raise InvalidConfigurationError(
+                    f"partition={partition!r} is invalid: {topic} has {count} partition(s)"
+                )
+            if count == 1:
+                only_partition = None  # Pulsar: an unpartitioned topic has index -1
+        elif isinstance(start_message_id, MessageId):
+            only_partition = self._backend.partition_of(start_message_id)
+            if only_partition is None and await self._backend.partition_count(
+                self._backend.normalize_topic(topic)
+            ):
+                raise InvalidConfigurationError(
+                    "a reader of a partitioned topic starts at InitialPosition.Earliest or "
+                    "Latest: a message id names only one partition"
+                )
         at_id = isinstance(start_message_id, MessageId)
-        if at_id and await self._backend.partition_count(self._backend.normalize_topic(topic)):
-            raise InvalidConfigurationError(
-                "a reader of a partitioned topic starts at InitialPosition.Earliest or Latest: "
-                "a message id names only one partition"
-            )
-        consumer = await self.subscribe(
-            topic,
-            f"reader-{uuid.uuid4().hex[:10]}",
-            consumer_type=ConsumerType.Exclusive,
-            subscription_mode=SubscriptionMode.NonDurable,
-            consumer_name=reader_name,
-            receiver_queue_size=receiver_queue_size,
-            initial_position=InitialPosition.Earliest
+        options: dict[str, Any] = {
+            "consumer_type": ConsumerType.Exclusive,
+            "subscription_mode": SubscriptionMode.NonDurable,
+            "consumer_name": reader_name,
+            "receiver_queue_size": receiver_queue_size,
+            "initial_position": InitialPosition.Earliest
             if at_id or start_message_id is InitialPosition.Earliest
             else InitialPosition.Latest,
-            start_message_id=start_message_id if at_id else None,
-            start_message_id_inclusive=start_message_id_inclusive,
-        )
+            "start_message_id": start_message_id if at_id else None,
+            "start_message_id_inclusive": start_message_id_inclusive,
+        }
+        subscription = f"reader-{uuid.uuid4().hex[:10]}"
+        consumer = await self._subscribe(topic, subscription, options, only_partition)
         return Reader(consumer, start_message_id, start_message_id_inclusive)
+
+    async def get_topic_partitions(self, topic: str) -> list[str]:
+        """The names of the topic's partitions, in index order (the topic itself when it
+        is not partitioned), as the official client's ``get_topic_partitions``."""
+        topic = self._backend.normalize_topic(topic)
+        count = await self._backend.partition_count(topic)
+        return [name for name, _ in self._partition_names(topic, count)]
 
     async def _dead_letter_producer(self, topic: str, initial_subscription: str | None) -> Producer:
         return await self.create_producer(

@@ -7,6 +7,7 @@ timeout (brokers.md).
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -180,3 +181,55 @@ async def test_buffered_messages_never_exceed_the_permits(
         await asyncio.sleep(0.5)  # give the fetcher every chance to overfill
         partition = consumer._partitions[0]  # type: ignore[attr-defined]
         assert partition._queue.count(partition.window) <= 20
+
+
+async def single_record_batches(url: str, topic: str, count: int) -> list[KafkaMessageId]:
+    """One record per batch: tansu answers ListOffsets latest with the newest batch's base
+    offset + 1 (brokers.md), which is only right when batches hold one record."""
+    async with msgclient.Client(url) as client:
+        producer = await client.create_producer(topic, batching_enabled=False)
+        return [await producer.send(b"%d" % i) for i in range(count)]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("inclusive", [True, False])
+async def test_reader_from_a_message_id_reads_that_partition_from_there(
+    kafka_broker: KafkaBroker, topic: str, inclusive: bool
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    await produce(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [{"value": b"%d" % i, "partition": i % 2} for i in range(20)],
+    )
+    start = KafkaMessageId(topic, 1, 4)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        reader = await client.create_reader(topic, start, start_message_id_inclusive=inclusive)
+        read: list[msgclient.Message] = []
+        with pytest.raises(msgclient.ReceiveTimeoutError):
+            while True:  # partition 1 only: 10 records, offsets 0 to 9
+                read.append(await within(reader.read_next(timeout_millis=1000)))
+    assert [m.message_id() for m in read] == [
+        KafkaMessageId(topic, 1, offset) for offset in range(4 if inclusive else 5, 10)
+    ]
+
+
+async def test_reader_seeks_by_offset_and_by_time_and_knows_the_end(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    ids = await single_record_batches(kafka_broker.service_url, topic, 5)
+    await asyncio.sleep(0.05)
+    middle_ms = time.time_ns() // 1_000_000
+    await asyncio.sleep(0.05)
+    ids += await single_record_batches(kafka_broker.service_url, topic, 5)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        reader = await client.create_reader(topic, ids[0], start_message_id_inclusive=True)
+        assert await reader.has_message_available()
+        assert await within(reader._consumer.get_last_message_id()) == ids[-1]  # type: ignore[attr-defined]
+        read = [await within(reader.read_next(timeout_millis=10_000)) for _ in range(10)]
+        assert [m.message_id() for m in read] == ids
+        assert not await reader.has_message_available()
+        await reader.seek(ids[2])
+        assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == ids[2]
+        await reader.seek(middle_ms)  # the first message written at or after that time
+        assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == ids[5]

@@ -294,3 +294,23 @@ async def test_a_reader_of_a_partitioned_topic(
         # A message id names one partition: a partitioned reader cannot start at one.
         with pytest.raises(msgclient.InvalidConfigurationError, match="partitioned"):
             await client.create_reader(topic, messages[0].message_id())
+        # ... but a reader of one partition can, as it can start at Earliest.
+        partitions = await client.get_topic_partitions(topic)
+        assert partitions == [
+            f"persistent://public/default/{topic}-partition-{i}" for i in range(3)
+        ]
+        first = min(
+            (m for m in messages if m.topic_name() == partitions[1]), key=lambda m: m.message_id()
+        )
+        one = await client.create_reader(topic, EARLIEST, partition=1)
+        expected = sorted(m.message_id() for m in messages if m.topic_name() == partitions[1])
+        on_partition = await within(read(one, len(expected)))
+        assert [m.message_id() for m in on_partition] == expected
+        assert {m.topic_name() for m in on_partition} == {partitions[1]}
+        assert on_partition[0].message_id() == first.message_id()
+        await one.close()
+        after_first = await client.create_reader(topic, first.message_id(), partition=1)
+        assert (await within(after_first.read_next())).topic_name() == partitions[1]
+        await after_first.close()
+        with pytest.raises(msgclient.InvalidConfigurationError, match="has 3 partition"):
+            await client.create_reader(topic, EARLIEST, partition=3)
