@@ -30,15 +30,18 @@ from msgclient.core.tls import client_ssl_context
 from msgclient.errors import (
     AuthenticationError,
     ConnectError,
+    InvalidConfigurationError,
     InvalidServiceUrlError,
     InvalidTopicNameError,
     NotSupportedError,
 )
+from msgclient.message import MessageId
 from msgclient.options import ClientOptions, ConsumerOptions, ConsumerType, ProducerOptions
 from msgclient.url import ServiceUrl
 from protocols.kafkawire import errors
 from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
 from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
+from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService, split_partition_name
 from protocols.kafkawire.partitioner import make_kafka_router
 from protocols.kafkawire.producer import KafkaProducerTransport, ProduceSender, make_produce_sender
@@ -103,6 +106,11 @@ class KafkaBackend(ProtocolBackend):
     ) -> ProducerTransport:
         base, _ = split_partition_name(topic)
         return KafkaProducerTransport(self, base, partition, options, events)
+
+    def partition_of(self, message_id: MessageId) -> int | None:
+        if not isinstance(message_id, KafkaMessageId):
+            raise InvalidConfigurationError(f"not a Kafka message id: {message_id!r}")
+        return message_id.partition
 
     def check_consumer(self, options: ConsumerOptions) -> None:
         if options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
