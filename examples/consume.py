@@ -28,6 +28,9 @@ async def main(args: argparse.Namespace) -> None:
             if kafka
             else msgclient.ConsumerType.Shared,
             initial_position=msgclient.InitialPosition.Earliest,
+            # Kafka only: a dead member's partitions move on after 10 s (default 45 s;
+            # some brokers also hold a group's first join for part of it)
+            session_timeout_ms=10_000,
         )
         received = 0
         started = last_report = time.monotonic()
