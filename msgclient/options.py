@@ -97,6 +97,15 @@ def _non_empty_str(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
     _check(isinstance(value, str) and bool(value), attribute.name, value, "a non-empty str")
 
 
+def _optional_secret(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    # A credential: the message names its type, never its value.
+    if value is not None and not isinstance(value, str):
+        raise InvalidConfigurationError(
+            f"option {attribute.name} is invalid: expected a string or None, "
+            f"not {type(value).__name__}"
+        )
+
+
 def _optional_str(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     _check(value is None or isinstance(value, str), attribute.name, value, "a string or None")
 
@@ -203,8 +212,8 @@ class ClientOptions:
     metadata_max_age_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))
     # SASL over the connection: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"
     sasl_mechanism: str | None = attrs.field(default=None, validator=_optional_str)
-    sasl_username: str | None = attrs.field(default=None, validator=_optional_str, repr=False)
-    sasl_password: str | None = attrs.field(default=None, validator=_optional_str, repr=False)
+    sasl_username: str | None = attrs.field(default=None, validator=_optional_secret, repr=False)
+    sasl_password: str | None = attrs.field(default=None, validator=_optional_secret, repr=False)
 
     def __attrs_post_init__(self) -> None:
         _check(

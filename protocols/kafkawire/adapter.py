@@ -72,8 +72,9 @@ class KafkaBackend(ProtocolBackend):
         self.operation_timeout = options.operation_timeout_seconds
         self._options = options
         self._ssl_context = client_ssl_context(options) if url.scheme == TLS_SCHEME else None
-        if options.sasl_mechanism is not None:  # a bad mechanism name fails here, not later
-            make_mechanism(options.sasl_mechanism, "-", "-")
+        if options.sasl_mechanism is not None:  # bad names and credentials fail here
+            assert options.sasl_username is not None and options.sasl_password is not None
+            make_mechanism(options.sasl_mechanism, options.sasl_username, options.sasl_password)
         self.pool: ConnectionPool[KafkaSession] = ConnectionPool(
             self._connect, options.connections_per_broker
         )
@@ -207,7 +208,8 @@ class KafkaBackend(ProtocolBackend):
 
     async def _authenticate(self, connection: KafkaConnection) -> None:
         options = self._options
-        assert options.sasl_mechanism and options.sasl_username and options.sasl_password
+        assert options.sasl_mechanism is not None
+        assert options.sasl_username is not None and options.sasl_password is not None
         mechanism = make_mechanism(
             options.sasl_mechanism, options.sasl_username, options.sasl_password
         )
