@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,9 @@ from protocols.kafkawire.session import KafkaConnection
 log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+# A record not to be delivered before this time (ms since the epoch): Pulsar's deliver_at,
+# which Kafka lacks. The consumer holds the partition at that record until then.
+DELIVER_AT_HEADER = "msgclient-deliver-at"
 _MIN_PARTITION_BYTES = 64 * 1024
 _RETRY_DELAY = 0.1  # after a failed fetch: the metadata and connection are looked up again
 
@@ -45,6 +49,7 @@ class FetchState:
 
     __slots__ = (
         "deliver",
+        "held_until",
         "mean_record_bytes",
         "on_error",
         "partition",
@@ -71,10 +76,11 @@ class FetchState:
         self.permits = 0
         self.redeliveries: dict[int, int] = {}  # offset -> redelivery count to give it
         self.mean_record_bytes = 0.0
+        self.held_until = 0.0  # loop time: a delayed record at ``position`` is not due yet
 
     @property
     def fetchable(self) -> bool:
-        return self.position is not None and self.permits > 0
+        return self.position is not None and self.permits > 0 and not self.held_until
 
 
 class Fetcher:
@@ -169,6 +175,10 @@ class Fetcher:
                 log.info("fetch from %s failed (%s): looking up leaders again", leader, error)
                 self._relocate(mine)
                 await asyncio.sleep(_RETRY_DELAY)
+            except Exception:  # a bug must not end the loop in silence
+                log.exception("fetch from %s failed", leader)
+                self._relocate(mine)
+                await asyncio.sleep(_RETRY_DELAY)
 
     async def _fetch(self, connection: KafkaConnection, states: list[FetchState]) -> None:
         options = self._options
@@ -218,6 +228,12 @@ class Fetcher:
         if len(messages) > state.permits:
             messages = messages[: state.permits]
             next_offset = messages[-1].message_id().offset + 1  # type: ignore[attr-defined]
+        held = _first_not_due(messages)
+        if held is not None:  # deliver what precedes it; fetch it again once it is due
+            index, due_ms = held
+            next_offset = messages[index].message_id().offset  # type: ignore[attr-defined]
+            messages = messages[:index]
+            self._hold(state, due_ms)
         state.position = next_offset
         state.permits -= len(messages)
         state.deliver(messages)  # even none: the position may have passed control records
@@ -255,6 +271,17 @@ class Fetcher:
         if again:
             state.deliver(again)
 
+    def _hold(self, state: FetchState, due_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, due_ms / 1000 - time.time())
+        state.held_until = loop.time() + delay
+
+        def release() -> None:
+            state.held_until = 0.0
+            self.wake(state)
+
+        loop.call_later(delay, release)
+
     def _budget(self, state: FetchState) -> int:
         """Bytes to ask for: about what the partition's permits can take."""
         limit = self._options.max_partition_fetch_bytes
@@ -271,6 +298,21 @@ class Fetcher:
         if code == errors.OFFSET_OUT_OF_RANGE:
             state.position = None
         state.on_error(error)
+
+
+def _first_not_due(messages: list[Message]) -> tuple[int, int] | None:
+    """The index and due time of the first message delayed into the future, if any."""
+    now_ms = time.time() * 1000
+    for index, message in enumerate(messages):
+        headers = message._properties  # not properties(): no copy per message on this path
+        if headers and DELIVER_AT_HEADER in headers:
+            try:
+                due = int(headers[DELIVER_AT_HEADER])
+            except ValueError:
+                continue  # not ours: deliver it now
+            if due > now_ms:
+                return index, due
+    return None
 
 
 def _fetch_request(

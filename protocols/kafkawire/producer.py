@@ -31,10 +31,11 @@ from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTran
 from msgclient.core.pending_queue import OpSend
 from msgclient.core.sender import NodeSender, ReadyBatch
 from msgclient.errors import ConnectionClosedError, MessageEncodingError, MsgClientError
-from msgclient.message import MessageId
+from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire.compression import get_kafka_codec
+from protocols.kafkawire.fetcher import DELIVER_AT_HEADER
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.records import encode_record_batch, with_producer_state
 from protocols.kafkawire.session import KafkaConnection
@@ -120,8 +121,11 @@ class KafkaProducerTransport(ProducerTransport):
             raise MessageEncodingError(
                 "sequence_id is not supported on Kafka: the producer numbers records itself"
             )
+        messages = op.messages
+        if messages[0].deliver_at is not None:  # alone in its op: the core never batches it
+            messages = [with_deliver_at_header(messages[0])]
         return encode_record_batch(
-            op.messages,
+            messages,
             compression=self._compression,
             now_ms=int(time.time() * 1000),
             producer_id=self._producer_id,
@@ -222,6 +226,21 @@ class KafkaProducerTransport(ProducerTransport):
         self._connection = self._sender = None
         self._attachment += 1
         self._events.on_disconnected(error)
+
+
+def with_deliver_at_header(message: OutgoingMessage) -> OutgoingMessage:
+    """Kafka has no delayed delivery: the time travels as a header, and msgclient's
+    consumers hold the partition until then (retry topics rely on it)."""
+    assert message.deliver_at is not None
+    return OutgoingMessage(
+        message.value,
+        message.future,
+        message.partition_key,
+        message.ordering_key,
+        {**(message.properties or {}), DELIVER_AT_HEADER: str(message.deliver_at)},
+        message.event_timestamp,
+        message.sequence_id,
+    )
 
 
 class _MessageIds:

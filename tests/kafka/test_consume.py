@@ -11,10 +11,12 @@ import time
 from typing import Any
 
 import pytest
+from kafka.protocol.consumer import FetchRequest
 
 import msgclient
 from msgclient.embedded import KafkaBroker
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.session import KafkaSession
 from tests.kafka.helpers import create_topic, produce, read
 
 GROUP: dict[str, Any] = {
@@ -233,3 +235,154 @@ async def test_reader_seeks_by_offset_and_by_time_and_knows_the_end(
         assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == ids[2]
         await reader.seek(middle_ms)  # the first message written at or after that time
         assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == ids[5]
+
+
+async def test_deliver_after_holds_the_partition_until_due(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """Kafka has no delayed delivery: msgclient carries the time in a header and its
+    consumer holds the partition at that record until it is due."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic)
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
+        sent_at = time.monotonic()
+        await producer.send(b"later", deliver_after=700)
+        await producer.send(b"behind it")
+        first = await within(consumer.receive(timeout_millis=10_000))
+        waited = time.monotonic() - sent_at
+        second = await within(consumer.receive(timeout_millis=10_000))
+    assert (first.data(), second.data()) == (b"later", b"behind it")
+    assert waited >= 0.65
+
+
+async def test_reconsume_later_goes_through_the_retry_topic(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"again"}])
+    policy = msgclient.DeadLetterPolicy(
+        max_redeliver_count=2, retry_letter_topic=topic + "-retry", dead_letter_topic=topic + "-dlq"
+    )
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(
+            topic, "g-" + topic, dead_letter_policy=policy, retry_enable=True, **GROUP
+        )
+        times: list[str] = []
+        started = time.monotonic()
+        for _ in range(3):
+            message = await within(consumer.receive(timeout_millis=15_000))
+            assert message.data() == b"again"
+            times.append(message.properties().get("RECONSUMETIMES", "0"))
+            await consumer.reconsume_later(message, 300)
+        assert times == ["0", "1", "2"]
+        assert time.monotonic() - started >= 0.55  # two retries, 300 ms each
+        # the third reconsume is over max_redeliver_count: to the dead-letter topic
+        (dead,) = await read(kafka_broker.bootstrap_servers, topic + "-dlq", 1)
+        assert dead.value == b"again"
+
+
+async def test_ack_timeout_redelivers_with_the_count_incremented(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"slow"}, {"value": b"ok"}])
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(
+            topic, "g-" + topic, unacked_messages_timeout_ms=1000, tick_duration_ms=100, **GROUP
+        )
+        first = await within(consumer.receive(timeout_millis=10_000))
+        second = await within(consumer.receive(timeout_millis=10_000))
+        consumer.acknowledge(second)
+        assert (first.data(), first.redelivery_count()) == (b"slow", 0)
+        again = await within(consumer.receive(timeout_millis=10_000))  # never acknowledged
+        assert (again.data(), again.redelivery_count()) == (b"slow", 1)
+        assert again.message_id() == first.message_id()
+
+
+async def test_cumulative_ack_commits_up_to_the_message(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"%d" % i} for i in range(8)])
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
+        received = await within(receive_n(consumer, 8))
+        await consumer.acknowledge_cumulative(received[4])
+        await consumer.close()
+        again = await client.subscribe(topic, "g-" + topic, **GROUP)
+        assert (await within(again.receive(timeout_millis=10_000))).data() == b"5"
+
+
+async def test_the_rebalance_listener_hears_assignments_and_revocations(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    heard: list[tuple[str, list[tuple[str, int]]]] = []
+
+    class Listener:
+        def on_partitions_assigned(self, partitions: list[tuple[str, int]]) -> None:
+            heard.append(("assigned", sorted(partitions)))
+
+        async def on_partitions_revoked(self, partitions: list[tuple[str, int]]) -> None:
+            heard.append(("revoked", sorted(partitions)))
+
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(
+            topic, "g-" + topic, rebalance_listener=Listener(), **GROUP
+        )
+        await consumer.close()
+    both = [(topic, 0), (topic, 1)]
+    assert heard == [("assigned", both), ("revoked", both)]
+
+
+async def test_fetch_requests_stay_within_the_byte_limits(
+    kafka_broker: KafkaBroker, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    await produce(
+        kafka_broker.bootstrap_servers, topic, [{"value": b"x" * 1000} for _ in range(400)]
+    )
+    fetches: list[Any] = []
+    request = KafkaSession.request
+
+    def tapped(self: KafkaSession, body: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(body, FetchRequest):
+            fetches.append(body)
+        return request(self, body, *args, **kwargs)
+
+    monkeypatch.setattr(KafkaSession, "request", tapped)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(
+            topic,
+            "g-" + topic,
+            fetch_max_bytes=64 * 1024,
+            max_partition_fetch_bytes=32 * 1024,
+            receiver_queue_size=50,
+            **GROUP,
+        )
+        await within(receive_n(consumer, 400))
+    assert fetches
+    for fetch in fetches:
+        assert fetch.max_bytes == 64 * 1024
+        for topic_data in fetch.topics:
+            for partition in topic_data.partitions:
+                assert partition.partition_max_bytes <= 32 * 1024
+
+
+async def test_reader_from_latest_and_seek_to_the_ends(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    ids = await single_record_batches(kafka_broker.service_url, topic, 3)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        reader = await client.create_reader(topic, msgclient.InitialPosition.Latest)
+        with pytest.raises(msgclient.ReceiveTimeoutError):
+            await reader.read_next(timeout_millis=500)
+        more = await single_record_batches(kafka_broker.service_url, topic, 1)
+        assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == more[0]
+        await reader.seek(0)  # the first message at or after time 0: the beginning
+        assert (await within(reader.read_next(timeout_millis=10_000))).message_id() == ids[0]
+        await reader.seek(2**62)  # no message that late: the end
+        with pytest.raises(msgclient.ReceiveTimeoutError):
+            await reader.read_next(timeout_millis=500)
