@@ -73,8 +73,8 @@ class Connection(asyncio.Protocol, Generic[S]):
         self._untimed: set[int] = set()
         self._keepalive_interval = keepalive_interval
         self._keepalive_timer: asyncio.TimerHandle | None = None
-        self._received_since_probe = False
-        self._probe_outstanding = False
+        self._last_received = self._loop.time()
+        self._probe_sent_at: float | None = None
         self._close_error: ConnectionClosedError | None = None
         self.closed: asyncio.Future[ConnectionClosedError] = self._loop.create_future()
         self.session: S = session_factory(self)
@@ -84,10 +84,11 @@ class Connection(asyncio.Protocol, Generic[S]):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._last_received = self._loop.time()
         self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
 
     def data_received(self, data: bytes) -> None:
-        self._received_since_probe = True
+        self._last_received = self._loop.time()
         try:
             self.session.data_received(data)
         except ProtocolError as error:
@@ -202,23 +203,33 @@ class Connection(asyncio.Protocol, Generic[S]):
         self._schedule_timeout_check()
 
     def _keepalive(self) -> None:
+        """Probe after one quiet interval since the last byte received; abort when the
+        probe is unanswered one interval later: a stall is found within two intervals of
+        the last byte (timed from that byte, not from a grid since connect)."""
         if not self.is_open:
             return
-        if self._received_since_probe or self._untimed:
-            self._received_since_probe = False
-            self._probe_outstanding = False
-        elif self._probe_outstanding:
-            self.abort(
-                ConnectionClosedError(
-                    f"{self.address} did not answer a keepalive probe within "
-                    f"{self._keepalive_interval:g}s"
+        now = self._loop.time()
+        interval = self._keepalive_interval
+        if self._untimed:  # a request the broker may hold: its silence is no stall
+            self._last_received = now
+        probe = self._probe_sent_at
+        if probe is not None and self._last_received < probe:
+            if now - probe >= interval:
+                self.abort(
+                    ConnectionClosedError(
+                        f"{self.address} did not answer a keepalive probe within {interval:g}s"
+                    )
                 )
-            )
-            return
-        else:
-            self._probe_outstanding = True
+                return
+            wake = probe + interval
+        elif now - self._last_received >= interval:
+            self._probe_sent_at = now
             self.write(self.session.keepalive_probe())
-        self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
+            wake = now + interval
+        else:
+            self._probe_sent_at = None
+            wake = self._last_received + interval
+        self._keepalive_timer = self._loop.call_at(wake, self._keepalive)
 
 
 def _log_protocol_error(address: str, error: ProtocolError) -> None:

@@ -306,6 +306,24 @@ async def test_a_request_the_broker_may_hold_suspends_the_keepalive(
     assert "keepalive" in str(error)
 
 
+async def test_a_stall_is_found_within_two_intervals_of_the_last_byte(
+    connect: Connect, peer: Peer
+) -> None:
+    """Timed from the last byte received, not from a grid since connect: a line that goes
+    quiet just after a probe round is still dropped two intervals after its last byte."""
+    peer.answer_pings = False
+    interval = 0.2
+    loop = asyncio.get_running_loop()
+    connection = await connect(keepalive_interval=interval)
+    await asyncio.sleep(interval * 0.7)
+    await asyncio.wait_for(request(connection, "last words"), WAIT)  # answered: the last byte
+    last_byte = loop.time()
+    async with asyncio.timeout(WAIT):
+        await connection.closed
+    stalled_for = loop.time() - last_byte
+    assert 2 * interval - 0.01 <= stalled_for <= 2 * interval + 0.1
+
+
 async def test_answered_probes_keep_the_connection_open(connect: Connect, peer: Peer) -> None:
     connection = await connect(keepalive_interval=0.03)
     await peer.wait_for_line(b"PING", count=3)  # each answered: probing goes on
