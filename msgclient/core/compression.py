@@ -134,7 +134,13 @@ class _Lz4Codec:
 
 
 class _ZstdCodec:
-    __slots__ = ("_error", "_local", "_new_compressor", "_new_decompressor")
+    __slots__ = (
+        "_error",
+        "_frame_content_size",
+        "_local",
+        "_new_compressor",
+        "_new_decompressor",
+    )
 
     def __init__(self) -> None:
         try:
@@ -145,6 +151,7 @@ class _ZstdCodec:
         self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
         self._new_decompressor = zstandard.ZstdDecompressor
         self._error: type[Exception] = zstandard.ZstdError
+        self._frame_content_size = _frame_content_size(zstandard)
         # zstandard's (de)compressor objects must not be shared between threads; reusing
         # one per thread saves ~3 us of context setup per call, most of a small entry's cost.
         self._local = threading.local()
@@ -162,12 +169,30 @@ class _ZstdCodec:
             decompressor: Any = self._local.decompressor
         except AttributeError:
             decompressor = self._local.decompressor = self._new_decompressor()
+        # A frame that records its size is allocated at that size: refuse a lie first.
+        recorded = self._frame_content_size(data)
+        if recorded > uncompressed_size:
+            raise ProtocolError(
+                f"ZSTD frame says {recorded} bytes, metadata says {uncompressed_size}"
+            )
         try:
             # max_output_size only matters for frames that do not record their size.
             out: bytes = decompressor.decompress(data, max_output_size=uncompressed_size)
         except self._error as error:
             raise _corrupt("ZSTD", error) from error
         return _checked("ZSTD", out, uncompressed_size)
+
+
+def _frame_content_size(zstandard: Any) -> Callable[[BytesLike], int]:
+    """The content size a zstd frame records (-1: none, or not a readable frame)."""
+
+    def size(data: BytesLike) -> int:
+        try:
+            return int(zstandard.frame_content_size(data))
+        except zstandard.ZstdError:
+            return -1  # decompress reports what is wrong with it
+
+    return size
 
 
 class _SnappyCodec:

@@ -29,7 +29,12 @@ from protocols.pulsarwire.acks import (
     ack_set,
     redeliver_commands,
 )
-from protocols.pulsarwire.framing import Frame, encode_command
+from protocols.pulsarwire.framing import (
+    DEFAULT_MAX_FRAME_SIZE,
+    MESSAGE_SIZE_FRAME_PADDING,
+    Frame,
+    encode_command,
+)
 from protocols.pulsarwire.message_id import EARLIEST, UINT64_MASK, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
@@ -92,6 +97,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._start_inclusive = options.start_message_id_inclusive
         self._skip_from: PulsarMessageId | None = None  # armed for the first dispatch
         self._seeking = False
+        self._max_entry_size = DEFAULT_MAX_FRAME_SIZE  # until CONNECTED says otherwise
 
     # -- ConsumerTransport --------------------------------------------------------------
 
@@ -106,6 +112,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         # first too, for the writes on_message makes (FLOW, discarding acks).
         session.consumers[self.consumer_id] = self
         self._connection = connection
+        self._max_entry_size = session.max_message_size + MESSAGE_SIZE_FRAME_PADDING
         try:
             await session.request(request_id, command)
         except BaseException as error:
@@ -246,7 +253,7 @@ class PulsarConsumerTransport(ConsumerTransport):
 
     def on_message(self, frame: Frame) -> None:
         try:
-            messages = decode_entry(frame, self._topic, self._partition)
+            messages = decode_entry(frame, self._topic, self._partition, self._max_entry_size)
         except (ProtocolError, InvalidConfigurationError) as error:
             self._discard(frame, error)
             return

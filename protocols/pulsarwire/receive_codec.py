@@ -15,15 +15,24 @@ from google.protobuf.message import DecodeError
 from msgclient.core.compression import CompressionType, get_codec
 from msgclient.errors import MalformedFrameError
 from msgclient.message import Message
-from protocols.pulsarwire.framing import Frame
+from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 _U32 = struct.Struct(">I")
+# The smallest batch record: a u32 metadata size and the 2-byte payload_size field.
+_MIN_RECORD = 6
 
 
-def decode_entry(frame: Frame, topic: str, partition: int) -> list[Message]:
-    """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked."""
+def decode_entry(
+    frame: Frame, topic: str, partition: int, max_size: int = DEFAULT_MAX_FRAME_SIZE
+) -> list[Message]:
+    """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked.
+
+    No entry decodes to more than ``max_size`` bytes (the broker's maximum message size
+    and the frame padding), whatever its metadata declares: a payload that claims to
+    decompress to more, or a batch that claims more records than its bytes can hold, is
+    refused before anything is allocated for it."""
     if frame.checksum_error is not None:
         raise frame.checksum_error
     command = frame.command.message
@@ -32,6 +41,11 @@ def decode_entry(frame: Frame, topic: str, partition: int) -> list[Message]:
         raise MalformedFrameError("MESSAGE frame without metadata or payload")
     payload = frame.payload
     if metadata.compression != pb.NONE:
+        if metadata.uncompressed_size > max_size:
+            raise MalformedFrameError(
+                f"entry declares {metadata.uncompressed_size} bytes uncompressed, over the "
+                f"maximum message size ({max_size} bytes)"
+            )
         payload = get_codec(CompressionType(metadata.compression)).decompress(
             payload, metadata.uncompressed_size
         )
@@ -54,6 +68,10 @@ def decode_entry(frame: Frame, topic: str, partition: int) -> list[Message]:
             )
         ]
     count = metadata.num_messages_in_batch
+    if count > len(payload) // _MIN_RECORD:  # before any work: a lie must fail fast
+        raise MalformedFrameError(
+            f"batch entry {ledger}:{entry} claims {count} records in {len(payload)} bytes"
+        )
     unacked = _unacked_indexes(command.ack_set, count)
     publish_time, producer_name = metadata.publish_time, metadata.producer_name
     first_sequence_id = metadata.sequence_id

@@ -8,7 +8,7 @@ import pytest
 
 from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType, get_codec
 from msgclient.core.pending_queue import OpSend
-from msgclient.errors import MalformedFrameError
+from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import OutgoingMessage
 from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
 from protocols.pulsarwire.message_id import PulsarMessageId
@@ -109,3 +109,42 @@ async def test_deliver_at_travels_in_the_metadata_of_an_unbatched_message() -> N
     (frame,) = FrameDecoder().feed(encoder.encode(OpSend([message], False, 5, 0.0)))
     assert frame.metadata is not None
     assert frame.metadata.deliver_at_time == 1_700_000_000_000
+
+
+def message_frame(metadata: pb.MessageMetadata, payload: bytes) -> bytes:
+    command = pb.BaseCommand(
+        type=pb.BaseCommand.MESSAGE,
+        message=pb.CommandMessage(
+            consumer_id=1, message_id=pb.MessageIdData(ledgerId=7, entryId=9)
+        ),
+    )
+    return encode_payload_command(command, metadata.SerializeToString(), payload)
+
+
+def lying_metadata(**fields: object) -> pb.MessageMetadata:
+    return pb.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1, **fields)
+
+
+@pytest.mark.parametrize("compression", [c for c in PULSAR_COMPRESSION_TYPES if c.value])
+def test_an_entry_declaring_more_than_the_max_message_size_is_refused(
+    compression: CompressionType,
+) -> None:
+    """An honest 200 MiB payload (here: its declaration) is refused before decompressing."""
+    payload = get_codec(compression).compress(b"\0" * 1000)
+    metadata = lying_metadata(compression=compression.value, uncompressed_size=200 << 20)
+    with pytest.raises(MalformedFrameError, match="over the maximum message size"):
+        decode(message_frame(metadata, payload))
+
+
+def test_a_batch_claiming_a_million_records_fails_fast() -> None:
+    metadata = lying_metadata(num_messages_in_batch=1_000_000)
+    with pytest.raises(MalformedFrameError, match="claims 1000000 records in 6000 bytes"):
+        decode(message_frame(metadata, b"\0" * 6000))
+
+
+def test_a_zstd_frame_recording_more_than_declared_is_refused() -> None:
+    """zstandard allocates what a frame records: the frame must not out-claim the metadata."""
+    payload = get_codec(CompressionType.ZSTD).compress(b"\0" * 100_000)
+    metadata = lying_metadata(compression=CompressionType.ZSTD.value, uncompressed_size=10)
+    with pytest.raises(ProtocolError, match="ZSTD frame says 100000 bytes"):
+        decode(message_frame(metadata, payload))
