@@ -94,6 +94,14 @@ class Connection(asyncio.Protocol, Generic[S]):
         except ProtocolError as error:
             _log_protocol_error(self.address, error)
             self.abort(error)
+        except Exception as error:
+            # A bug while handling the bytes: the stream's state is unknown, so end it as
+            # after a protocol error. Everything on it learns of it as a typed error; the
+            # exception must not vanish into the event loop.
+            log.exception("closing connection to %s: failed handling its data", self.address)
+            failure = ProtocolError(f"failed handling data from {self.address}: {error!r}")
+            failure.__cause__ = error
+            self.abort(failure)
 
     def eof_received(self) -> bool | None:
         try:

@@ -80,10 +80,12 @@ def compressions_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     the codec under test ran (a producer falling back to NONE would pass unnoticed)."""
     seen: list[int] = []
 
-    def recording_decode(frame: Frame, topic: str, partition: int) -> list[msgclient.Message]:
+    def recording_decode(
+        frame: Frame, topic: str, partition: int, max_size: int
+    ) -> list[msgclient.Message]:
         assert frame.metadata is not None
         seen.append(frame.metadata.compression)
-        return decode_entry(frame, topic, partition)
+        return decode_entry(frame, topic, partition, max_size)
 
     monkeypatch.setattr(pulsarwire_consumer, "decode_entry", recording_decode)
     return seen

@@ -20,6 +20,7 @@ from msgclient.errors import (
     ConnectionClosedError,
     MalformedFrameError,
     OperationTimeoutError,
+    ProtocolError,
     TruncatedFrameError,
 )
 
@@ -129,6 +130,8 @@ class Peer:
             writer.close()
         elif text == "garbage":
             writer.write(b"NONSENSE\n")
+        elif text == "crash":  # well framed, but the session's handler fails on it
+            writer.write(b"ANS not-a-number CRASH\n")
         elif text == "truncate":
             writer.write(answer[:5])
             writer.close()
@@ -353,6 +356,31 @@ async def test_protocol_error_aborts_only_that_connection(
     assert healthy.is_open
     async with asyncio.timeout(WAIT):
         assert await request(healthy, "fine") == "FINE"
+
+
+async def test_a_failing_handler_ends_the_connection_with_a_typed_error(
+    connect: Connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception other than ProtocolError while handling bytes (a bug) must not vanish
+    into the event loop: the connection ends and what waited on it fails typed."""
+    loop = asyncio.get_running_loop()
+    loop_errors: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: loop_errors.append(context))
+    try:
+        connection = await connect()
+        pending = request(connection, "silence")
+        request(connection, "crash")
+        with pytest.raises(ConnectionClosedError) as caught:
+            async with asyncio.timeout(WAIT):
+                await pending
+    finally:
+        loop.set_exception_handler(previous)
+    assert isinstance(caught.value.__cause__, ProtocolError)
+    assert isinstance(caught.value.__cause__.__cause__, ValueError)
+    assert not connection.is_open
+    assert loop_errors == []
+    assert any("failed handling its data" in r.getMessage() for r in caplog.records)
 
 
 async def test_stream_ending_inside_a_frame_fails_with_a_truncation_cause(
