@@ -370,10 +370,11 @@ async def test_a_failing_handler_ends_the_connection_with_a_typed_error(
     try:
         connection = await connect()
         pending = request(connection, "silence")
-        request(connection, "crash")
+        trigger = request(connection, "crash")
         with pytest.raises(ConnectionClosedError) as caught:
             async with asyncio.timeout(WAIT):
                 await pending
+        assert trigger.exception() is caught.value
     finally:
         loop.set_exception_handler(previous)
     assert isinstance(caught.value.__cause__, ProtocolError)
