@@ -23,7 +23,7 @@ from msgclient.core.limits import Limit
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.partition_producer import PartitionProducer
 from msgclient.core.receive_queue import ReceiveQueue
-from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
+from msgclient.errors import AlreadyClosedError, InvalidConfigurationError, InvalidTopicNameError
 from msgclient.message import Message, MessageId
 from msgclient.options import (
     ClientOptions,
@@ -128,7 +128,14 @@ class Client(AsyncClosing):
             raise InvalidConfigurationError(
                 f"subscription_name must be a non-empty string, got {subscription_name!r}"
             )
-        topics = [topic] if isinstance(topic, str) else list(topic)
+        if isinstance(topic, str):
+            topics = [topic]
+        elif isinstance(topic, list | tuple) and all(isinstance(t, str) for t in topic):
+            topics = list(topic)
+        else:
+            raise InvalidTopicNameError(
+                f"topic must be a str or a list of str, not {type(topic).__name__}"
+            )
         if not topics:
             raise InvalidConfigurationError("subscribe needs at least one topic")
         topics = [self._backend.normalize_topic(t) for t in topics]

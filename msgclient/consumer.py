@@ -16,7 +16,12 @@ from msgclient.errors import (
     ReceiveTimeoutError,
 )
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerOptions, ConsumerType
+from msgclient.options import (
+    ConsumerOptions,
+    ConsumerType,
+    check_non_negative,
+    check_timeout,
+)
 
 
 @attrs.frozen
@@ -89,6 +94,8 @@ class Consumer(AsyncClosing):
         """The next message; ReceiveTimeoutError if none arrives within the timeout."""
         if self._closed:
             raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
+        if timeout_millis is not None:
+            check_timeout("timeout_millis", timeout_millis)
         message = self._queue.get_nowait()
         if message is None:
             if self._zero_queue:
@@ -191,6 +198,8 @@ class Consumer(AsyncClosing):
         A message id names one partition: on a consumer of several, seek by time (as in
         the Java client).
         """
+        if not isinstance(position, MessageId):
+            check_non_negative("position", position)
         if isinstance(position, MessageId) and len(self._partitions) > 1:
             raise InvalidConfigurationError(
                 "seek to a message id needs a single-partition consumer; seek by time instead"
@@ -237,10 +246,17 @@ class Consumer(AsyncClosing):
             self._on_closed(self)
 
     def _locate(self, message: Message | MessageId) -> tuple[PartitionConsumer, MessageId]:
-        if type(message) is Message:  # the common case, first
-            return self._single or self._by_topic[message.topic_name()], message.message_id()
+        if type(message) is Message and self._single is not None:  # the common case, first
+            return self._single, message.message_id()
         if isinstance(message, Message):
-            return self._by_topic[message.topic_name()], message.message_id()
+            owner = self._by_topic.get(message.topic_name())
+            if owner is None:
+                raise InvalidConfigurationError(
+                    f"{message!r} was not received by this consumer of {self.topic}"
+                )
+            return owner, message.message_id()
+        if not isinstance(message, MessageId):
+            raise TypeError(f"expected a Message or a MessageId, not {type(message).__name__}")
         if len(self._partitions) == 1:
             return self._partitions[0], message
         partition = getattr(message, "partition", -1)

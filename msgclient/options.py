@@ -178,6 +178,14 @@ def check_non_negative(name: str, value: int) -> None:
     )
 
 
+def check_timeout(name: str, value: object) -> None:
+    """A timeout argument in ms: an int >= 0 (TypeError for another type)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int (milliseconds), not {type(value).__name__}")
+    if value < 0:
+        raise InvalidConfigurationError(f"{name}={value} is invalid: expected >= 0")
+
+
 def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
     """Construct an options class from keyword arguments; unknown names are named."""
     known = {a.name for a in attrs.fields(cast(type[attrs.AttrsInstance], kind))}
