@@ -31,6 +31,8 @@ class ReadyBatch:
 # Sends one request carrying ``batches``; an awaitable that ends when the broker answered
 # (or failed), or None when the protocol expects no answer.
 SendRequest = Callable[[list[B]], Awaitable[object] | None]
+# Told of batches whose request could not even be built or written.
+RequestFailed = Callable[[list[B], Exception], None]
 
 
 class NodeSender(Generic[B]):
@@ -40,11 +42,13 @@ class NodeSender(Generic[B]):
         self,
         send_request: SendRequest[B],
         *,
+        on_failure: RequestFailed[B],
         max_in_flight: int | None,
         max_request_bytes: int | None,
         one_batch_per_request: bool = False,
     ) -> None:
         self._send_request = send_request
+        self._on_failure = on_failure
         self._max_in_flight = max_in_flight
         self._max_request_bytes = max_request_bytes
         self._one_per_request = one_batch_per_request
@@ -101,7 +105,12 @@ class NodeSender(Generic[B]):
         return taken
 
     def _send(self, batches: list[B]) -> None:
-        answer = self._send_request(batches)
+        # Runs in a loop callback: a failure must reach the batches' owners, not the loop.
+        try:
+            answer = self._send_request(batches)
+        except Exception as error:
+            self._on_failure(batches, error)
+            return
         if answer is None:
             return
         self._in_flight += 1

@@ -294,8 +294,16 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
             return None
         return _await_answer(session.request(request), batches)
 
+    def request_failed(batches: list[ProduceBatch], error: Exception) -> None:
+        log.error("cannot send a Produce request to %s", connection.address, exc_info=error)
+        failure = MessageEncodingError(f"cannot send a Produce request: {error!r}")
+        failure.__cause__ = error
+        for batch in batches:
+            batch.transport.on_request_failed(batch, failure)
+
     return NodeSender(
         send_request,
+        on_failure=request_failed,
         max_in_flight=options.max_in_flight_requests_per_connection,
         max_request_bytes=options.max_request_size,
     )

@@ -114,6 +114,7 @@ class PulsarSession:
         # ready: one partition's batch per frame, no answer awaited at this level.
         self.sender: NodeSender[SendFrame] = NodeSender(
             lambda frames: connection.write(frames[0].frame),
+            on_failure=lambda _, error: connection.abort(error),  # resent on reconnect
             max_in_flight=None,
             max_request_bytes=None,
             one_batch_per_request=True,

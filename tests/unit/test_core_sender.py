@@ -30,6 +30,10 @@ class Broker:
         return answer
 
 
+def fail(batches: list[Batch], error: Exception) -> None:
+    raise AssertionError(f"unexpected failure of {[b.name for b in batches]}: {error!r}")
+
+
 async def turn() -> None:
     for _ in range(3):
         await asyncio.sleep(0)
@@ -37,7 +41,7 @@ async def turn() -> None:
 
 async def test_one_request_carries_one_batch_of_each_partition() -> None:
     broker = Broker()
-    sender = NodeSender(broker.send, max_in_flight=5, max_request_bytes=None)
+    sender = NodeSender(broker.send, on_failure=fail, max_in_flight=5, max_request_bytes=None)
     for name, partition in [("a1", 0), ("b1", 1), ("a2", 0), ("c1", 2), ("b2", 1)]:
         sender.ready(Batch(partition, 10, name))
     await turn()
@@ -47,7 +51,7 @@ async def test_one_request_carries_one_batch_of_each_partition() -> None:
 
 async def test_requests_in_flight_are_bounded() -> None:
     broker = Broker()
-    sender = NodeSender(broker.send, max_in_flight=2, max_request_bytes=None)
+    sender = NodeSender(broker.send, on_failure=fail, max_in_flight=2, max_request_bytes=None)
     for i in range(4):
         sender.ready(Batch(0, 10, f"p{i}"))
     await turn()
@@ -64,7 +68,7 @@ async def test_requests_in_flight_are_bounded() -> None:
 
 async def test_request_size_is_bounded_but_a_big_batch_still_goes() -> None:
     broker = Broker()
-    sender = NodeSender(broker.send, max_in_flight=None, max_request_bytes=100)
+    sender = NodeSender(broker.send, on_failure=fail, max_in_flight=None, max_request_bytes=100)
     sender.ready(Batch(0, 60, "a"))
     sender.ready(Batch(1, 60, "b"))
     sender.ready(Batch(2, 500, "huge"))
@@ -76,6 +80,7 @@ async def test_one_batch_per_request_and_no_answer() -> None:
     written: list[list[str]] = []
     sender = NodeSender(
         lambda batches: written.append([b.name for b in batches]),
+        on_failure=fail,
         max_in_flight=None,
         max_request_bytes=None,
         one_batch_per_request=True,
@@ -84,4 +89,23 @@ async def test_one_batch_per_request_and_no_answer() -> None:
         sender.ready(Batch(0, 1, f"f{i}"))
     await turn()
     assert written == [["f0"], ["f1"], ["f2"]]
+    assert sender.in_flight == 0
+
+
+async def test_a_request_that_cannot_be_sent_fails_its_batches_not_the_loop() -> None:
+    failed: list[tuple[list[str], str]] = []
+
+    def broken(batches: list[Batch]) -> None:
+        raise RuntimeError("cannot encode")
+
+    sender = NodeSender(
+        broken,
+        on_failure=lambda batches, error: failed.append(([b.name for b in batches], str(error))),
+        max_in_flight=5,
+        max_request_bytes=None,
+    )
+    sender.ready(Batch(0, 1, "a"))
+    sender.ready(Batch(1, 1, "b"))
+    await turn()
+    assert failed == [(["a", "b"], "cannot encode")]
     assert sender.in_flight == 0
