@@ -2,6 +2,12 @@
 
 __version__ = "0.1.0"
 
+from msgclient.auth import (
+    Authentication,
+    AuthenticationOauth2,
+    AuthenticationTLS,
+    AuthenticationToken,
+)
 from msgclient.client import Client
 from msgclient.consumer import Consumer, ConsumerStats
 from msgclient.core.compression import CompressionType
@@ -56,7 +62,11 @@ from msgclient.reader import Reader
 
 __all__ = [
     "AlreadyClosedError",
+    "Authentication",
     "AuthenticationError",
+    "AuthenticationOauth2",
+    "AuthenticationTLS",
+    "AuthenticationToken",
     "BatchReceivePolicy",
     "BatchingType",
     "BrokerError",

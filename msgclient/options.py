@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import attrs
 
+from msgclient.auth import Authentication
 from msgclient.core.compression import CompressionType
 from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
@@ -102,6 +103,16 @@ def _optional_secret(_: Any, attribute: attrs.Attribute[str | None], value: str 
     if value is not None and not isinstance(value, str):
         raise InvalidConfigurationError(
             f"option {attribute.name} is invalid: expected a string or None, "
+            f"not {type(value).__name__}"
+        )
+
+
+def _optional_authentication(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # Names the type only: a token passed here by mistake must not reach the message.
+    if value is not None and not isinstance(value, Authentication):
+        raise InvalidConfigurationError(
+            f"option {attribute.name} is invalid: expected an Authentication "
+            "(AuthenticationToken, AuthenticationTLS, AuthenticationOauth2) or None, "
             f"not {type(value).__name__}"
         )
 
@@ -215,6 +226,11 @@ class ClientOptions:
     tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
     tls_allow_insecure_connection: bool = attrs.field(default=False, validator=_is_bool)
     tls_validate_hostname: bool = attrs.field(default=False, validator=_is_bool)
+    # -- Pulsar only (the Kafka adapter uses sasl_* below) --
+    # Its repr hides every secret, so it may stay in ClientOptions' repr.
+    authentication: Authentication | None = attrs.field(
+        default=None, validator=_optional_authentication
+    )
     # -- Kafka only (the Pulsar adapter ignores these) --
     client_id: str = attrs.field(default="msgclient", validator=_non_empty_str)
     metadata_max_age_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))

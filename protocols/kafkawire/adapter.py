@@ -72,6 +72,11 @@ class KafkaBackend(ProtocolBackend):
         self.operation_timeout = options.operation_timeout_seconds
         self._options = options
         self._ssl_context = client_ssl_context(options) if url.scheme == TLS_SCHEME else None
+        if options.authentication is not None:
+            raise InvalidConfigurationError(
+                "option authentication is for Pulsar; Kafka authenticates with SASL "
+                "(sasl_mechanism, sasl_username, sasl_password) or TLS"
+            )
         if options.sasl_mechanism is not None:  # bad names and credentials fail here
             assert options.sasl_username is not None and options.sasl_password is not None
             make_mechanism(options.sasl_mechanism, options.sasl_username, options.sasl_password)

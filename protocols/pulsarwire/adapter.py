@@ -14,10 +14,18 @@ from msgclient.adapter import (
     ProducerTransport,
     ProtocolBackend,
 )
+from msgclient.auth import Authentication
 from msgclient.core.connection import open_connection
 from msgclient.core.connection_pool import ConnectionPool
 from msgclient.core.tls import client_ssl_context
-from msgclient.errors import ConnectError, InvalidServiceUrlError
+from msgclient.errors import (
+    AuthenticationError,
+    ConnectError,
+    ConnectionClosedError,
+    InvalidConfigurationError,
+    InvalidServiceUrlError,
+    MsgClientError,
+)
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
@@ -43,7 +51,16 @@ class PulsarBackend(ProtocolBackend):
         self.default_port = DEFAULT_PORTS[url.scheme]
         self._options = options
         self._use_tls = url.scheme == TLS_SCHEME
-        self._ssl_context = client_ssl_context(options) if self._use_tls else None
+        self._authentication = auth = options.authentication
+        certificate = auth.client_certificate if auth is not None else None
+        if certificate is not None and not self._use_tls:
+            raise InvalidConfigurationError(
+                f"option authentication={auth!r} needs a pulsar+ssl:// service "
+                "URL: its certificate goes in the TLS handshake"
+            )
+        self._ssl_context = client_ssl_context(options, certificate) if self._use_tls else None
+        if auth is not None:
+            auth.start(options)
         addresses = [
             f"{url.scheme}://{host}:{port}"
             for host, port in url.with_default_port(self.default_port)
@@ -104,8 +121,11 @@ class PulsarBackend(ProtocolBackend):
         url = parse_service_url(physical)
         ((host, port),) = url.with_default_port(self.default_port)
         options = self._options
+        auth = self._authentication
+        # Credentials first: a token fetched from an issuer holds no socket open meanwhile.
+        auth_data = await self._auth_data(auth) if auth is not None else b""
         connection = await open_connection(
-            PulsarSession,
+            self._new_session,
             host,
             port,
             ssl_context=self._ssl_context,
@@ -119,6 +139,9 @@ class PulsarBackend(ProtocolBackend):
             protocol_version=PROTOCOL_VERSION,
             feature_flags=pb.FeatureFlags(supports_auth_refresh=True),
         )
+        if auth is not None:
+            connect.auth_method_name = auth.method_name
+            connect.auth_data = auth_data
         if logical != physical:  # through a proxy: name the broker we want
             # As host:port, like the Java and C++ clients: the proxy parses it so.
             ((broker_host, broker_port),) = parse_service_url(logical).with_default_port(
@@ -136,7 +159,46 @@ class PulsarBackend(ProtocolBackend):
             raise ConnectError(
                 f"no CONNECTED from {physical} within the operation timeout"
             ) from error
+        except ConnectionClosedError as error:
+            connection.close()
+            if self._use_tls:
+                # A TLS 1.3 server that requires a client certificate refuses one (or its
+                # absence) after the TLS handshake, by closing: still a failure to connect.
+                raise ConnectError(
+                    f"cannot connect to {physical}: the server closed the connection during "
+                    "the handshake (does it require a client certificate?)"
+                ) from error
+            raise
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _new_session(self, connection: PulsarConnection) -> PulsarSession:
+        responder = self._auth_response if self._authentication is not None else None
+        return PulsarSession(connection, responder)
+
+    async def _auth_response(self) -> bytes:
+        """AUTH_RESPONSE to the broker's AUTH_CHALLENGE: the current credentials, refreshed
+        if due (the Java client answers a "refresh" challenge with fresh ones)."""
+        auth = self._authentication
+        assert auth is not None
+        response = pb.CommandAuthResponse(
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            response=pb.AuthData(
+                auth_method_name=auth.method_name, auth_data=await self._auth_data(auth)
+            ),
+        )
+        return encode_command(
+            pb.BaseCommand(type=pb.BaseCommand.AUTH_RESPONSE, authResponse=response)
+        )
+
+    @staticmethod
+    async def _auth_data(auth: Authentication) -> bytes:
+        try:
+            return await auth.auth_data()
+        except MsgClientError:
+            raise
+        except Exception as error:  # a custom provider's failure: typed, its text unshown
+            raise AuthenticationError(f"{auth!r} failed: {type(error).__name__}") from error

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from msgclient.core.connection import Connection
@@ -36,6 +36,9 @@ from protocols.pulsarwire.framing import (
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 log = logging.getLogger(__name__)
+
+# Builds the AUTH_RESPONSE frame that answers an AUTH_CHALLENGE (the adapter's credentials).
+AuthResponder = Callable[[], Awaitable[bytes]]
 
 Type = pb.BaseCommand.Type
 PING = encode_command(pb.BaseCommand(type=Type.PING, ping=pb.CommandPing()))
@@ -103,8 +106,12 @@ class PulsarSession:
 
     connection: PulsarConnection
 
-    def __init__(self, connection: PulsarConnection) -> None:
+    def __init__(
+        self, connection: PulsarConnection, auth_responder: AuthResponder | None = None
+    ) -> None:
         self.connection = connection
+        self._auth_responder = auth_responder
+        self._auth_answer: asyncio.Task[None] | None = None
         self._decoder = FrameDecoder()
         self.connected: asyncio.Future[pb.CommandConnected] = (
             asyncio.get_running_loop().create_future()
@@ -123,6 +130,7 @@ class PulsarSession:
         self.consumers: dict[int, ConsumerHandler] = {}
         self._handlers: dict[int, Callable[[Frame], None]] = {
             Type.CONNECTED: self._on_connected,
+            Type.AUTH_CHALLENGE: self._on_auth_challenge,
             Type.PING: self._on_ping,
             Type.PONG: _ignore,
             Type.SUCCESS: lambda f: self._resolve(f.command.success.request_id, f.command.success),
@@ -165,6 +173,8 @@ class PulsarSession:
     def connection_lost(self, error: ConnectionClosedError) -> None:
         if not self.connected.done():
             self.connected.set_exception(error)
+        if self._auth_answer is not None:
+            self._auth_answer.cancel()
         producers, self.producers = self.producers, {}
         for producer in producers.values():
             producer.on_closed(error)
@@ -190,6 +200,43 @@ class PulsarSession:
             self._decoder.max_frame_size = connected.max_message_size + MESSAGE_SIZE_FRAME_PADDING
         if not self.connected.done():
             self.connected.set_result(connected)
+
+    def _on_auth_challenge(self, _: Frame) -> None:
+        # Before CONNECTED (a multi-step handshake) or after it (the broker's "refresh"
+        # when the credentials expire), the answer is the same: the current credentials.
+        if self._auth_responder is None:
+            self._fail_handshake(
+                AuthenticationError(
+                    f"{self.connection.address} asks for authentication and the client has "
+                    "none (option authentication)"
+                )
+            )
+            return
+        if self._auth_answer is not None and not self._auth_answer.done():
+            return  # the answer under way carries the current credentials already
+        self._auth_answer = asyncio.ensure_future(self._answer_challenge(self._auth_responder))
+
+    async def _answer_challenge(self, responder: AuthResponder) -> None:
+        try:
+            response = await responder()
+        except Exception as error:
+            # Our own errors' text is free of secrets; a custom provider's may not be.
+            reason = str(error) if isinstance(error, MsgClientError) else type(error).__name__
+            log.warning(
+                "cannot answer the authentication challenge of %s: %s",
+                self.connection.address,
+                reason,
+            )
+            self._fail_handshake(error)
+            return
+        log.debug("answered the authentication challenge of %s", self.connection.address)
+        self.connection.write(response)
+
+    def _fail_handshake(self, error: Exception) -> None:
+        """Fail the handshake if it is still under way (after it, the broker decides)."""
+        if not self.connected.done():
+            self.connected.set_exception(error)
+            self.connection.close()
 
     def _on_ping(self, _: Frame) -> None:
         self.connection.write(PONG)

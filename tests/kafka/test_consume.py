@@ -125,6 +125,16 @@ async def test_two_consumers_split_the_partitions_and_one_takes_over(
             await producer.send(b"%d" % i, partition_key=str(i))
         rest = await within(receive_n(first, 20))
         assert sorted(int(m.data()) for m in rest) == list(range(40, 60))
+        for message in rest:
+            first.acknowledge(message)
+        await first.close()
+        # The committed offsets cover everything acknowledged: a new member of the group
+        # starts after the last message, with nothing left over and nothing lost.
+        after = await client.subscribe(topic, "g-" + topic, **GROUP)
+        with pytest.raises(msgclient.ReceiveTimeoutError):
+            await after.receive(timeout_millis=1500)
+        await producer.send(b"60", partition_key="60")
+        assert (await within(after.receive(timeout_millis=10_000))).data() == b"60"
 
 
 async def test_negative_ack_redelivers_with_count_then_dead_letters(

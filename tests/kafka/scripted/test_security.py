@@ -631,3 +631,8 @@ async def test_the_server_closes_a_connection_that_skips_authentication(
     (refused,) = server.requests(ApiKey.Metadata)
     assert refused.refused and refused.version == 12 and refused.correlation_id == 7
     assert refused.client_id == "raw"
+
+
+def test_pulsar_authentication_is_refused_on_kafka() -> None:
+    with pytest.raises(InvalidConfigurationError, match="Kafka authenticates with SASL"):
+        msgclient.Client("kafka://127.0.0.1:1", authentication=msgclient.AuthenticationToken("t"))

@@ -12,6 +12,12 @@ or silence::
     server.handlers[Type.LOOKUP] = lambda conn, cmd: conn.send(
         lookup_redirect(cmd.lookupTopic.request_id, other.url, authoritative=True)
     )
+
+Authentication: with ``server.authenticate = check``, CONNECT's (and AUTH_RESPONSE's)
+``check(auth_method_name, auth_data)`` must be true, or the server answers ERROR
+AuthenticationError and closes, as a broker does. ``challenge_on_connect`` answers CONNECT
+with AUTH_CHALLENGE (CONNECTED follows a good AUTH_RESPONSE); ``conn.challenge()`` sends the
+broker's "refresh" challenge on a connected connection.
 """
 
 from __future__ import annotations
@@ -125,6 +131,22 @@ def error(request_id: int, code: pb.ServerError.ValueType, message: str) -> pb.B
     return pb.BaseCommand(
         type=Type.ERROR,
         error=pb.CommandError(request_id=request_id, error=code, message=message),
+    )
+
+
+# The broker's request id -1 (as uint64): an ERROR that answers the handshake, no request.
+NO_REQUEST_ID = 2**64 - 1
+
+
+def auth_challenge(method: str, data: bytes = b"refresh") -> pb.BaseCommand:
+    """AUTH_CHALLENGE; ``b"refresh"`` is the broker's request for fresh credentials."""
+    return pb.BaseCommand(
+        type=Type.AUTH_CHALLENGE,
+        authChallenge=pb.CommandAuthChallenge(
+            server_version="scripted-pulsar",
+            protocol_version=21,
+            challenge=pb.AuthData(auth_method_name=method, auth_data=data),
+        ),
     )
 
 
@@ -261,6 +283,12 @@ class ServerConnection:
         self.index = index
         self.writer = writer
         self.connect: pb.CommandConnect | None = None  # the client's handshake
+        self.connected = False  # CONNECTED sent
+
+    def challenge(self, data: bytes = b"refresh") -> None:
+        """Send AUTH_CHALLENGE for the method the client's CONNECT named."""
+        assert self.connect is not None, "no CONNECT on this connection yet"
+        self.send(auth_challenge(self.connect.auth_method_name, data))
 
     def send(self, *commands: pb.BaseCommand) -> None:
         """Write commands, all in one write (so the client reads them in one chunk)."""
@@ -288,9 +316,13 @@ class ScriptedPulsarServer:
         self.last_sequence_id = -1  # what PRODUCER_SUCCESS answers
         self.last_message_id = pb.MessageIdData(ledgerId=1, entryId=0)  # GET_LAST_MESSAGE_ID
         self.received: list[Received] = []
+        # (auth_method_name, auth_data) -> accepted? None: anything goes (no authentication)
+        self.authenticate: Callable[[str, bytes], bool] | None = None
+        self.challenge_on_connect = False  # AUTH_CHALLENGE before CONNECTED
         self.connections: list[ServerConnection] = []
         self.handlers: dict[int, Handler] = {
             Type.CONNECT: self.answer_connect,
+            Type.AUTH_RESPONSE: self.answer_auth_response,
             Type.PING: lambda conn, _: conn.send(
                 pb.BaseCommand(type=Type.PONG, pong=pb.CommandPong())
             ),
@@ -368,8 +400,28 @@ class ScriptedPulsarServer:
     # -- the default, healthy answers ---------------------------------------------------
 
     def answer_connect(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
-        conn.connect = command.connect
+        connect = conn.connect = command.connect
+        if not self._authenticated(conn, connect.auth_method_name, connect.auth_data):
+            return
+        if self.challenge_on_connect:
+            conn.send(auth_challenge(connect.auth_method_name, b"challenge"))
+            return
+        conn.connected = True
         conn.send(connected())
+
+    def answer_auth_response(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        response = command.authResponse.response
+        accepted = self._authenticated(conn, response.auth_method_name, response.auth_data)
+        if accepted and not conn.connected:  # the answer to challenge_on_connect
+            conn.connected = True
+            conn.send(connected())
+
+    def _authenticated(self, conn: ServerConnection, method: str, data: bytes) -> bool:
+        if self.authenticate is None or self.authenticate(method, data):
+            return True
+        conn.send(error(NO_REQUEST_ID, pb.AuthenticationError, "Unable to authenticate"))
+        conn.close()
+        return False
 
     def answer_partitioned_metadata(self, conn: ServerConnection, cmd: pb.BaseCommand) -> None:
         conn.send(partitioned_metadata(cmd.partitionMetadata.request_id, self.partitions))
