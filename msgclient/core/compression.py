@@ -19,7 +19,15 @@ from typing import Any, Protocol, TypeAlias
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 
-__all__ = ["PULSAR_COMPRESSION_TYPES", "BytesLike", "Codec", "CompressionType", "get_codec"]
+__all__ = [
+    "PULSAR_COMPRESSION_TYPES",
+    "BytesLike",
+    "Codec",
+    "CompressionType",
+    "corrupt_payload",
+    "get_codec",
+    "missing_package",
+]
 
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 
@@ -71,11 +79,11 @@ def _checked(name: str, out: bytes, uncompressed_size: int) -> bytes:
     return out
 
 
-def _corrupt(name: str, error: Exception) -> ProtocolError:
+def corrupt_payload(name: str, error: object) -> ProtocolError:
     return ProtocolError(f"corrupt {name} payload: {error}")
 
 
-def _missing(name: str, package: str, extra: str) -> InvalidConfigurationError:
+def missing_package(name: str, package: str, extra: str) -> InvalidConfigurationError:
     return InvalidConfigurationError(
         f"{name} compression needs the {package!r} package: pip install msgclient[{extra}]"
     )
@@ -105,7 +113,7 @@ class _ZlibCodec:
         try:
             out = zlib.decompressobj().decompress(data, uncompressed_size + 1)
         except zlib.error as error:
-            raise _corrupt("ZLIB", error) from error
+            raise corrupt_payload("ZLIB", error) from error
         return _checked("ZLIB", out, uncompressed_size)
 
 
@@ -116,7 +124,7 @@ class _Lz4Codec:
         try:
             import lz4.block
         except ImportError as error:
-            raise _missing("LZ4", "lz4", "lz4") from error
+            raise missing_package("LZ4", "lz4", "lz4") from error
         self._compress = lz4.block.compress
         self._decompress = lz4.block.decompress
         self._error: type[Exception] = lz4.block.LZ4BlockError
@@ -129,7 +137,7 @@ class _Lz4Codec:
         try:
             out: bytes = self._decompress(data, uncompressed_size=uncompressed_size)
         except self._error as error:
-            raise _corrupt("LZ4", error) from error
+            raise corrupt_payload("LZ4", error) from error
         return _checked("LZ4", out, uncompressed_size)
 
 
@@ -146,7 +154,7 @@ class _ZstdCodec:
         try:
             import zstandard
         except ImportError as error:
-            raise _missing("ZSTD", "zstandard", "zstd") from error
+            raise missing_package("ZSTD", "zstandard", "zstd") from error
         # Level 3, as the Java and C++ clients.
         self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
         self._new_decompressor = zstandard.ZstdDecompressor
@@ -179,7 +187,7 @@ class _ZstdCodec:
             # max_output_size only matters for frames that do not record their size.
             out: bytes = decompressor.decompress(data, max_output_size=uncompressed_size)
         except self._error as error:
-            raise _corrupt("ZSTD", error) from error
+            raise corrupt_payload("ZSTD", error) from error
         return _checked("ZSTD", out, uncompressed_size)
 
 
@@ -202,7 +210,7 @@ class _SnappyCodec:
         try:
             import cramjam
         except ImportError as error:
-            raise _missing("SNAPPY", "cramjam", "snappy") from error
+            raise missing_package("SNAPPY", "cramjam", "snappy") from error
         self._compress = cramjam.snappy.compress_raw
         self._decompress = cramjam.snappy.decompress_raw
         self._length = cramjam.snappy.decompress_raw_len
@@ -221,7 +229,7 @@ class _SnappyCodec:
                 )
             return bytes(self._decompress(data))
         except self._error as error:
-            raise _corrupt("SNAPPY", error) from error
+            raise corrupt_payload("SNAPPY", error) from error
 
 
 _CODECS: dict[CompressionType, Callable[[], Codec]] = {

@@ -20,7 +20,12 @@ import zlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from msgclient.core.compression import BytesLike, CompressionType
+from msgclient.core.compression import (
+    BytesLike,
+    CompressionType,
+    corrupt_payload,
+    missing_package,
+)
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 
 __all__ = ["KAFKA_CODEC_IDS", "KafkaCodec", "get_kafka_codec"]
@@ -72,16 +77,6 @@ def _too_big(name: str, max_size: int) -> ProtocolError:
     return ProtocolError(f"{name} payload decompresses to more than {max_size} bytes")
 
 
-def _corrupt(name: str, error: object) -> ProtocolError:
-    return ProtocolError(f"corrupt {name} payload: {error}")
-
-
-def _missing(name: str, package: str, extra: str) -> InvalidConfigurationError:
-    return InvalidConfigurationError(
-        f"{name} compression needs the {package!r} package: pip install msgclient[{extra}]"
-    )
-
-
 class _NoneCodec:
     __slots__ = ()
 
@@ -114,12 +109,12 @@ class _GzipCodec:
                 if budget <= 0:
                     raise _too_big("GZIP", max_size)
                 if not stream.eof:
-                    raise _corrupt("GZIP", "truncated stream")
+                    raise corrupt_payload("GZIP", "truncated stream")
                 rest = stream.unused_data
                 if not rest:
                     return b"".join(parts)
         except zlib.error as error:
-            raise _corrupt("GZIP", error) from error
+            raise corrupt_payload("GZIP", error) from error
 
 
 class _Lz4Codec:
@@ -129,7 +124,7 @@ class _Lz4Codec:
         try:
             import lz4.frame
         except ImportError as error:
-            raise _missing("LZ4", "lz4", "lz4") from error
+            raise missing_package("LZ4", "lz4", "lz4") from error
         # What the Java client writes and insists on reading: independent 64 KiB blocks
         # ("Dependent block stream is unsupported"), no content size or checksum.
         self._compress = functools.partial(
@@ -163,12 +158,12 @@ class _Lz4Codec:
                         break
                     out = stream.decompress(b"", min(budget, _CHUNK))
                 if not stream.eof:
-                    raise _corrupt("LZ4", "truncated frame")
+                    raise corrupt_payload("LZ4", "truncated frame")
                 rest = stream.unused_data
                 if not rest:
                     return b"".join(parts)
         except self._error as error:
-            raise _corrupt("LZ4", error) from error
+            raise corrupt_payload("LZ4", error) from error
 
 
 class _ZstdCodec:
@@ -178,7 +173,7 @@ class _ZstdCodec:
         try:
             import zstandard
         except ImportError as error:
-            raise _missing("ZSTD", "zstandard", "zstd") from error
+            raise missing_package("ZSTD", "zstandard", "zstd") from error
         # Level 3, Kafka's default compression.zstd.level.
         self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
         self._new_decompressor = zstandard.ZstdDecompressor
@@ -214,7 +209,7 @@ class _ZstdCodec:
                 parts.append(out)
                 budget -= len(out)
         except self._error as error:
-            raise _corrupt("ZSTD", error) from error
+            raise corrupt_payload("ZSTD", error) from error
         raise _too_big("ZSTD", max_size)
 
 
@@ -234,7 +229,7 @@ class _SnappyCodec:
         try:
             import cramjam
         except ImportError as error:
-            raise _missing("SNAPPY", "cramjam", "snappy") from error
+            raise missing_package("SNAPPY", "cramjam", "snappy") from error
         self._compress = cramjam.snappy.compress_raw
         self._decompress = cramjam.snappy.decompress_raw
         self._length = cramjam.snappy.decompress_raw_len
@@ -258,11 +253,12 @@ class _SnappyCodec:
         position = 16
         while position < len(data):
             if position + 4 > len(data):
-                raise _corrupt("SNAPPY", "truncated xerial block length")
+                raise corrupt_payload("SNAPPY", "truncated xerial block length")
             (size,) = _I32.unpack_from(data, position)
             position += 4
             if size < 0 or position + size > len(data):
-                raise _corrupt("SNAPPY", f"xerial block of {size} bytes overruns the payload")
+                overrun = f"xerial block of {size} bytes overruns the payload"
+                raise corrupt_payload("SNAPPY", overrun)
             out = self._block(data[position : position + size], budget, max_size)
             budget -= len(out)
             parts.append(out)
@@ -276,7 +272,7 @@ class _SnappyCodec:
                 raise _too_big("SNAPPY", max_size)
             return bytes(self._decompress(block))
         except self._error as error:
-            raise _corrupt("SNAPPY", error) from error
+            raise corrupt_payload("SNAPPY", error) from error
 
 
 _CODECS: dict[CompressionType, Callable[[], KafkaCodec]] = {
