@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 B = TypeVar("B", bound="ReadyBatch")
 
@@ -28,15 +28,21 @@ class ReadyBatch:
         self.size = size
 
 
-# Sends one request carrying ``batches``; an awaitable that ends when the broker answered
-# (or failed), or None when the protocol expects no answer.
-SendRequest = Callable[[list[B]], Awaitable[object] | None]
+# Sends one request carrying ``batches``; a future of the broker's answer (done callbacks
+# run in the order the answers resolve, which is the order the broker sent them), or None
+# when the protocol expects no answer.
+SendRequest = Callable[[list[B]], "asyncio.Future[Any] | None"]
 # Told of batches whose request could not even be built or written.
 RequestFailed = Callable[[list[B], Exception], None]
 
 
 class NodeSender(Generic[B]):
-    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends."""
+    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends.
+
+    Ready batches wait per partition, so taking one of each partition costs one step per
+    partition, not per batch queued; the partitions served go to the back of the line
+    (the Java client's rotating drain index), so none starves under the size limit.
+    """
 
     def __init__(
         self,
@@ -52,7 +58,9 @@ class NodeSender(Generic[B]):
         self._max_in_flight = max_in_flight
         self._max_request_bytes = max_request_bytes
         self._one_per_request = one_batch_per_request
-        self._ready: deque[B] = deque()
+        self._queue: deque[B] = deque()  # one batch per request: plain arrival order
+        self._by_partition: dict[Hashable, deque[B]] = {}  # in the order to serve them
+        self._count = 0
         self._in_flight = 0
         self._drain_scheduled = False
         self._loop = asyncio.get_running_loop()
@@ -62,46 +70,54 @@ class NodeSender(Generic[B]):
         return self._in_flight
 
     def __len__(self) -> int:
-        return len(self._ready)
+        return self._count
 
     def ready(self, batch: B) -> None:
-        self._ready.append(batch)
+        if self._one_per_request:
+            self._queue.append(batch)
+        else:
+            waiting = self._by_partition.get(batch.partition)
+            if waiting is None:
+                self._by_partition[batch.partition] = deque((batch,))
+            else:
+                waiting.append(batch)
+        self._count += 1
         if not self._drain_scheduled:
             self._drain_scheduled = True
             self._loop.call_soon(self._drain)
 
     def _drain(self) -> None:
         self._drain_scheduled = False
-        ready = self._ready
-        while ready and (self._max_in_flight is None or self._in_flight < self._max_in_flight):
-            if self._one_per_request:
-                requests = [[b] for b in ready]
-                ready.clear()
-                for request in requests:
-                    self._send(request)
-                return
+        if self._one_per_request:
+            queue, self._queue = self._queue, deque()
+            self._count = 0
+            for batch in queue:
+                self._send([batch])
+            return
+        while self._count and (
+            self._max_in_flight is None or self._in_flight < self._max_in_flight
+        ):
             self._send(self._take_request())
 
     def _take_request(self) -> list[B]:
-        """Oldest first, one batch per partition, up to the request size (at least one)."""
-        ready = self._ready
+        """One batch per partition, oldest first within each, up to the request size (at
+        least one batch)."""
         taken: list[B] = []
-        skipped: list[B] = []
-        partitions: set[Hashable] = set()
         size = 0
         limit = self._max_request_bytes
-        while ready:
-            batch = ready[0]
+        by_partition = self._by_partition
+        for partition in list(by_partition):
+            waiting = by_partition[partition]
+            batch = waiting[0]
             if taken and limit is not None and size + batch.size > limit:
                 break
-            ready.popleft()
-            if batch.partition in partitions:
-                skipped.append(batch)  # the partition's next batch waits for a later request
-                continue
-            partitions.add(batch.partition)
+            waiting.popleft()
+            del by_partition[partition]  # served: to the back of the line, if it has more
+            if waiting:
+                by_partition[partition] = waiting
             taken.append(batch)
             size += batch.size
-        ready.extendleft(reversed(skipped))
+        self._count -= len(taken)
         return taken
 
     def _send(self, batches: list[B]) -> None:
@@ -114,10 +130,10 @@ class NodeSender(Generic[B]):
         if answer is None:
             return
         self._in_flight += 1
-        asyncio.ensure_future(answer).add_done_callback(self._answered)
+        answer.add_done_callback(self._answered)
 
     def _answered(self, _: object) -> None:
         self._in_flight -= 1
-        if self._ready and not self._drain_scheduled:
+        if self._count and not self._drain_scheduled:
             self._drain_scheduled = True
             self._loop.call_soon(self._drain)

@@ -19,10 +19,11 @@ close the socket for the others.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import struct
 import time
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -96,7 +97,7 @@ class KafkaProducerTransport(ProducerTransport):
         self._rebase = False  # the next op written starts the numbering of a new producer id
         self._connection: KafkaConnection | None = None
         self._sender: ProduceSender | None = None
-        self._attachment = 0  # counts attachments, so that old answers are told apart
+        self.attachment = 0  # counts attachments, so that old answers are told apart
         self._attached_once = False
 
     # -- ProducerTransport --------------------------------------------------------------
@@ -144,19 +145,19 @@ class KafkaProducerTransport(ProducerTransport):
             state = (self._producer_id, self._producer_epoch, self._kafka_sequence(op))
             if _PRODUCER_STATE.unpack_from(op.frame, _PRODUCER_STATE_AT) != state:
                 op.frame = with_producer_state(op.frame, *state)
-        sender.ready(ProduceBatch(self, op, self._attachment))
+        sender.ready(ProduceBatch(self, op, self.attachment))
 
     def drop_connection(self, reason: str) -> None:
         self._detach(ConnectionClosedError(f"{self.topic}-{self.partition}: {reason}"))
 
     async def close(self) -> None:
         self._connection = self._sender = None
-        self._attachment += 1
+        self.attachment += 1
 
     # -- answers, from the sender -------------------------------------------------------
 
     def on_partition_answer(self, batch: ProduceBatch, code: int, base_offset: int) -> None:
-        if batch.attachment != self._attachment:
+        if batch.attachment != self.attachment:
             return  # written on a connection since left: the core resends it
         op = batch.op
         if code in (errors.NONE, errors.DUPLICATE_SEQUENCE_NUMBER):
@@ -179,12 +180,12 @@ class KafkaProducerTransport(ProducerTransport):
 
     def on_request_failed(self, batch: ProduceBatch, error: MsgClientError) -> None:
         """No answer (a timeout, a lost connection): resend everything pending."""
-        if batch.attachment == self._attachment:
+        if batch.attachment == self.attachment:
             self._detach(error)
 
     def on_sent_unacknowledged(self, batch: ProduceBatch) -> None:
         """acks=0: written is all the broker will say."""
-        if batch.attachment == self._attachment:
+        if batch.attachment == self.attachment:
             op = batch.op
             self._events.on_receipt(op.sequence_id, op.highest_sequence_id, self._ids(-1))
 
@@ -207,24 +208,24 @@ class KafkaProducerTransport(ProducerTransport):
         self._producer_epoch = answer.producer_epoch
 
     def _attach(self, connection: KafkaConnection) -> None:
-        self._attachment += 1
+        self.attachment += 1
         self._attached_once = True
         self._connection = connection
         self._sender = self._backend.produce_sender(connection, self._options)
-        attachment = self._attachment
+        attachment = self.attachment
         connection.closed.add_done_callback(
             lambda closed: self._on_connection_closed(attachment, closed.result())
         )
 
     def _on_connection_closed(self, attachment: int, error: ConnectionClosedError) -> None:
-        if attachment == self._attachment and self._connection is not None:
+        if attachment == self.attachment and self._connection is not None:
             self._detach(error)
 
     def _detach(self, error: Exception) -> None:
         if self._connection is None:
             return
         self._connection = self._sender = None
-        self._attachment += 1
+        self.attachment += 1
         self._events.on_disconnected(error)
 
 
@@ -266,7 +267,12 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
     acks = options.acks
     timeout_ms = int(connection.operation_timeout * 1000)
 
-    def send_request(batches: list[ProduceBatch]) -> Awaitable[None] | None:
+    def send_request(batches: list[ProduceBatch]) -> asyncio.Future[Any] | None:
+        # Batches queued for a connection their partition has left since: the core
+        # writes them again on the new one.
+        batches = [b for b in batches if b.attachment == b.transport.attachment]
+        if not batches:
+            return None
         by_topic: dict[str, list[ProduceBatch]] = {}
         for batch in batches:
             by_topic.setdefault(batch.transport.topic, []).append(batch)
@@ -292,7 +298,11 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
             for batch in batches:
                 batch.transport.on_sent_unacknowledged(batch)
             return None
-        return _await_answer(session.request(request), batches)
+        answer: asyncio.Future[Any] = session.request(request)
+        # A done callback, not a task: callbacks run in the order the answers resolve,
+        # which is the order the broker sent them, so receipts reach the core in order.
+        answer.add_done_callback(functools.partial(_on_answer, batches))
+        return answer
 
     def request_failed(batches: list[ProduceBatch], error: Exception) -> None:
         log.error("cannot send a Produce request to %s", connection.address, exc_info=error)
@@ -309,13 +319,24 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
     )
 
 
-async def _await_answer(answer: Awaitable[Any], batches: list[ProduceBatch]) -> None:
-    try:
-        response = await answer
-    except MsgClientError as error:
-        for batch in batches:
-            batch.transport.on_request_failed(batch, error)
-        return
+def _on_answer(batches: list[ProduceBatch], answer: asyncio.Future[Any]) -> None:
+    if answer.cancelled():
+        error: MsgClientError = ConnectionClosedError("the Produce request was cancelled")
+    else:
+        failure = answer.exception()
+        if failure is None:
+            _dispatch(batches, answer.result())
+            return
+        if not isinstance(failure, MsgClientError):
+            log.error("Produce answer failed", exc_info=failure)
+            error = ConnectionClosedError(f"the Produce request failed: {failure!r}")
+        else:
+            error = failure
+    for batch in batches:
+        batch.transport.on_request_failed(batch, error)
+
+
+def _dispatch(batches: list[ProduceBatch], response: Any) -> None:
     results: dict[tuple[str, int], tuple[int, int]] = {
         (topic.name, p.index): (p.error_code, p.base_offset)
         for topic in response.responses

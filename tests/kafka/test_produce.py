@@ -69,6 +69,20 @@ async def test_kafka_python_reads_exactly_what_msgclient_wrote(
             assert record.partition == (murmur2(key_bytes) & 0x7FFFFFFF) % 3
 
 
+async def test_answers_are_taken_in_order_with_requests_in_flight(
+    kafka_broker: KafkaBroker, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Several Produce answers arriving in one read are handled in the order sent: none is
+    taken for out of step (which made the producer reconnect and resend everything)."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic, batching_max_messages=20)
+        futures = [await producer.send_async(b"%d" % i) for i in range(20_000)]
+        ids = await within(asyncio.gather(*futures), 60)
+    assert not [r for r in caplog.records if "while expecting" in r.getMessage()]
+    assert [i.offset for i in ids] == list(range(20_000))  # type: ignore[attr-defined]
+
+
 async def test_idempotent_sequence_numbers_on_the_wire(
     kafka_broker: KafkaBroker, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
