@@ -190,8 +190,7 @@ class KafkaConsumerTransport(ConsumerTransport):
         self._tracker = OffsetTracker(position)
         self._committed = position
         self._redelivery_counts.clear()
-        self._state.position = position
-        self._state.redeliveries.clear()
+        self._state.reset(position)
         self._events.on_active_consumer_change(True)
         self._subscription.fetcher.add(self._state)
 
@@ -202,7 +201,7 @@ class KafkaConsumerTransport(ConsumerTransport):
         if tracker.commit_position > self._committed:
             self._subscription.commit_soon((self.topic, self.partition), tracker.commit_position)
         self._tracker = None
-        self._state.position = None
+        self._state.reset(None)
         self._subscription.fetcher.remove(self._state)
         self._events.on_partition_revoked()
 
@@ -282,14 +281,13 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _deliver(self, messages: list[Message]) -> None:
+    def _deliver(self, messages: list[Message], consumed_to: int) -> None:
         tracker = self._tracker
         if tracker is None:
             return
         for message in messages:
             tracker.delivered(message.message_id().offset)  # type: ignore[attr-defined]
-        if self._state.position is not None:
-            tracker.skip_to(self._state.position)
+        tracker.skip_to(consumed_to)
         if messages:
             self._events.on_messages(messages)
 

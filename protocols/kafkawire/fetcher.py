@@ -48,9 +48,11 @@ class FetchState:
     """What the fetcher knows of one partition; the consumer transport owns it."""
 
     __slots__ = (
+        "buffered",
         "deliver",
         "held_until",
         "mean_record_bytes",
+        "next_buffered",
         "on_error",
         "partition",
         "permits",
@@ -63,24 +65,47 @@ class FetchState:
         self,
         topic: str,
         partition: int,
-        deliver: Callable[[list[Message]], None],
+        deliver: Callable[[list[Message], int], None],
         on_error: Callable[[MsgClientError], None],
     ) -> None:
         self.topic = topic
         self.partition = partition
-        # called after each fetch with its messages in offset order (maybe none), once
-        # ``position`` is past them
+        # ``deliver(messages, consumed_to)``: messages in offset order (maybe none), and
+        # the first offset not yet delivered (nothing below it will come but redeliveries)
         self.deliver = deliver
         self.on_error = on_error  # an error the fetcher cannot retry (e.g. data lost)
         self.position: int | None = None  # next offset to fetch; None: not fetching
         self.permits = 0
         self.redeliveries: dict[int, int] = {}  # offset -> redelivery count to give it
         self.mean_record_bytes = 0.0
-        self.held_until = 0.0  # loop time: a delayed record at ``position`` is not due yet
+        self.held_until = 0.0  # loop time: a delayed record is not due yet
+        # Decoded records of the last fetch beyond the permits it met: delivered as permits
+        # come back, not fetched and decoded again. At most one fetch response.
+        self.buffered: list[Message] = []
+        self.next_buffered = 0
+
+    def reset(self, position: int | None) -> None:
+        """Fetch from ``position`` on (None: stop); what was buffered or due is dropped."""
+        self.position = position
+        self.buffered = []
+        self.next_buffered = 0
+        self.held_until = 0.0
+        self.redeliveries.clear()
 
     @property
     def fetchable(self) -> bool:
-        return self.position is not None and self.permits > 0 and not self.held_until
+        return (
+            self.position is not None
+            and self.permits > 0
+            and not self.held_until
+            and not self.buffered
+        )
+
+    def consumed_to(self) -> int:
+        """The first offset not delivered: the next buffered one, or the fetch position."""
+        if self.buffered:
+            return self.buffered[self.next_buffered].message_id().offset  # type: ignore[attr-defined,no-any-return]
+        return self.position or 0
 
 
 class Fetcher:
@@ -113,6 +138,11 @@ class Fetcher:
         """``state`` may have become fetchable (permits, a position, a redelivery)."""
         if self._closed or state not in self._states:
             return
+        if state.buffered:
+            # Not from here: wake() runs inside the application's receive (permits).
+            asyncio.get_running_loop().call_soon(self._release, state)
+            if not state.redeliveries:
+                return
         leader = self._states[state]
         if leader is None:
             task = asyncio.ensure_future(self._locate(state))
@@ -214,8 +244,8 @@ class Fetcher:
 
     def _take(self, state: FetchState, records: bytes) -> None:
         position = state.position
-        if position is None:
-            return  # stopped while the fetch was out (revoked, closed)
+        if position is None or state.buffered:
+            return  # stopped while the fetch was out (revoked, closed, sought)
         messages, next_offset = decode_record_batches(
             records,
             state.topic,
@@ -224,19 +254,33 @@ class Fetcher:
             max_uncompressed_bytes=self._max_uncompressed,
         )
         if messages:
-            state.mean_record_bytes = len(records) / max(len(messages), 1)
-        if len(messages) > state.permits:
-            messages = messages[: state.permits]
-            next_offset = messages[-1].message_id().offset + 1  # type: ignore[attr-defined]
-        held = _first_not_due(messages)
-        if held is not None:  # deliver what precedes it; fetch it again once it is due
-            index, due_ms = held
-            next_offset = messages[index].message_id().offset  # type: ignore[attr-defined]
-            messages = messages[:index]
-            self._hold(state, due_ms)
+            state.mean_record_bytes = len(records) / len(messages)
         state.position = next_offset
-        state.permits -= len(messages)
-        state.deliver(messages)  # even none: the position may have passed control records
+        state.buffered = messages
+        state.next_buffered = 0
+        self._release(state, even_none=True)  # the position may have passed control records
+
+    def _release(self, state: FetchState, even_none: bool = False) -> None:
+        """Deliver what the permits allow of the buffered records, up to a delayed one."""
+        buffered = state.buffered
+        if state.held_until or state not in self._states:
+            return
+        start = state.next_buffered
+        take = buffered[start : start + max(state.permits, 0)]
+        held = _first_not_due(take)
+        if held is not None:  # deliver what precedes it; the rest waits until it is due
+            index, due_ms = held
+            take = take[:index]
+            self._hold(state, due_ms)
+        state.next_buffered = start + len(take)
+        if state.next_buffered >= len(buffered):
+            state.buffered = []
+            state.next_buffered = 0
+        if take or even_none:
+            state.permits -= len(take)
+            state.deliver(take, state.consumed_to())
+        if not state.buffered:
+            self.wake(state)  # fetch on, if permits are left
 
     async def _fetch_redeliveries(self, connection: KafkaConnection, state: FetchState) -> None:
         wanted = state.redeliveries
@@ -269,7 +313,7 @@ class Fetcher:
         if not messages:  # nothing at or after the first offset asked for: it is gone
             wanted.pop(first, None)
         if again:
-            state.deliver(again)
+            state.deliver(again, state.consumed_to())
 
     def _hold(self, state: FetchState, due_ms: int) -> None:
         loop = asyncio.get_running_loop()
@@ -278,7 +322,10 @@ class Fetcher:
 
         def release() -> None:
             state.held_until = 0.0
-            self.wake(state)
+            if state.buffered:
+                self._release(state)
+            else:
+                self.wake(state)
 
         loop.call_later(delay, release)
 
