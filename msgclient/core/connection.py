@@ -26,6 +26,8 @@ from msgclient.errors import (
 
 log = logging.getLogger(__name__)
 
+WRITE_BUFFER_HIGH = 256 * 1024
+
 
 class ProtocolSession(Protocol):
     """The adapter's half of a connection."""
@@ -71,6 +73,8 @@ class Connection(asyncio.Protocol, Generic[S]):
         # broker that answers in order cannot answer a probe either, and its caller bounds
         # the wait, so silence is not a stall.
         self._untimed: set[int] = set()
+        self.writable = True  # False while the socket's buffer is above its high mark
+        self._writable_listeners: list[Callable[[], None]] = []
         self._keepalive_interval = keepalive_interval
         self._keepalive_timer: asyncio.TimerHandle | None = None
         self._last_received = self._loop.time()
@@ -84,6 +88,9 @@ class Connection(asyncio.Protocol, Generic[S]):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        # Bytes wait in the senders (bounded by the memory limit), not in an unbounded
+        # socket buffer, while the peer does not read.
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         self._last_received = self._loop.time()
         self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
 
@@ -128,6 +135,18 @@ class Connection(asyncio.Protocol, Generic[S]):
             self.closed.set_result(error)
 
     # -- writing and requests -----------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        self.writable = False
+
+    def resume_writing(self) -> None:
+        self.writable = True
+        for listener in list(self._writable_listeners):
+            listener()
+
+    def on_writable(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever the socket takes writes again after a pause."""
+        self._writable_listeners.append(listener)
 
     @property
     def is_open(self) -> bool:

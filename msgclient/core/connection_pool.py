@@ -8,7 +8,6 @@ broker). ``connections_per_broker`` connections per key spread load over sockets
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from typing import Generic
@@ -18,6 +17,7 @@ from msgclient.errors import AlreadyClosedError
 
 Connector = Callable[[str, str], Awaitable[Connection[S]]]
 PoolKey = tuple[str, str, int]
+CLOSE_GRACE_SECONDS = 1.0  # how long close() lets connections flush what they buffered
 
 
 class ConnectionPool(Generic[S]):
@@ -76,12 +76,19 @@ class ConnectionPool(Generic[S]):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for task in tasks:
-            connection = _result(task)
-            if connection is not None:
-                connection.close()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(connection.closed), 5)
+        connections = [c for c in map(_result, tasks) if c is not None]
+        for connection in connections:
+            connection.close()  # flushes what is buffered, then closes
+        closing = [asyncio.shield(c.closed) for c in connections]
+        if closing:
+            # All together, briefly: a peer that stopped reading never takes the rest of
+            # the buffer, and must not hold the client's close (nor keep the socket).
+            _, still_open = await asyncio.wait(closing, timeout=CLOSE_GRACE_SECONDS)
+            for connection in connections:
+                if not connection.closed.done():
+                    connection.abort(AlreadyClosedError("the client closed"))
+            if still_open:
+                await asyncio.wait(still_open, timeout=CLOSE_GRACE_SECONDS)
 
 
 def _result(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:

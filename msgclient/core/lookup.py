@@ -54,4 +54,6 @@ class LookupService(ABC):
             future = asyncio.ensure_future(fetch())
             self._in_flight[key] = future
             future.add_done_callback(lambda _: self._in_flight.pop(key, None))
+            # Its callers may all have gone (cancelled, closed): its failure is theirs.
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
         return await asyncio.shield(future)

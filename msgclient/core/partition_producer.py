@@ -224,6 +224,8 @@ class PartitionProducer(ProducerEvents):
             failure.__cause__ = error
             self._complete_failed(op, failure)
             return
+        for message in op.messages:
+            message.value = b""  # the frame holds it now: one copy per message, not two
         self._pending.append(op)
         self.last_sequence_id_pushed = op.highest_sequence_id
         if self._connected:

@@ -52,8 +52,10 @@ class NodeSender(Generic[B]):
         max_in_flight: int | None,
         max_request_bytes: int | None,
         one_batch_per_request: bool = False,
+        writable: Callable[[], bool] | None = None,
     ) -> None:
         self._send_request = send_request
+        self._writable = writable
         self._on_failure = on_failure
         self._max_in_flight = max_in_flight
         self._max_request_bytes = max_request_bytes
@@ -86,13 +88,22 @@ class NodeSender(Generic[B]):
             self._drain_scheduled = True
             self._loop.call_soon(self._drain)
 
+    def wake(self) -> None:
+        """Drain on the next loop turn (the connection takes writes again)."""
+        if self._count and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)
+
     def _drain(self) -> None:
         self._drain_scheduled = False
+        if self._writable is not None and not self._writable():
+            return  # the peer is not reading: batches wait here; wake() resumes
         if self._one_per_request:
-            queue, self._queue = self._queue, deque()
-            self._count = 0
-            for batch in queue:
-                self._send([batch])
+            queue = self._queue
+            writable = self._writable
+            while queue and (writable is None or writable()):  # writes may pause it midway
+                self._count -= 1
+                self._send([queue.popleft()])
             return
         while self._count and (
             self._max_in_flight is None or self._in_flight < self._max_in_flight
@@ -134,6 +145,4 @@ class NodeSender(Generic[B]):
 
     def _answered(self, _: object) -> None:
         self._in_flight -= 1
-        if self._count and not self._drain_scheduled:
-            self._drain_scheduled = True
-            self._loop.call_soon(self._drain)
+        self.wake()

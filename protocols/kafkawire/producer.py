@@ -311,12 +311,15 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
         for batch in batches:
             batch.transport.on_request_failed(batch, failure)
 
-    return NodeSender(
+    sender: ProduceSender = NodeSender(
         send_request,
         on_failure=request_failed,
         max_in_flight=options.max_in_flight_requests_per_connection,
         max_request_bytes=options.max_request_size,
+        writable=lambda: connection.writable,
     )
+    connection.on_writable(sender.wake)
+    return sender
 
 
 def _on_answer(batches: list[ProduceBatch], answer: asyncio.Future[Any]) -> None:

@@ -125,7 +125,9 @@ class PulsarSession:
             max_in_flight=None,
             max_request_bytes=None,
             one_batch_per_request=True,
+            writable=lambda: connection.writable,
         )
+        connection.on_writable(self.sender.wake)
         self.producers: dict[int, ProducerHandler] = {}
         self.consumers: dict[int, ConsumerHandler] = {}
         self._handlers: dict[int, Callable[[Frame], None]] = {
