@@ -1,21 +1,35 @@
-"""``python -m msgclient.perf``: msgclient versus the official clients, in one run.
+"""``python -m msgclient.perf``: msgclient versus other clients, in one run.
 
-Workloads: ``produce`` and ``consume`` (throughput, msg/s, best of alternating rounds) and
-``latency`` (publish-to-receive at a fixed rate, p50/p99). ``all`` runs the three.
+Pulsar (an embedded pulsar-lite, or --service-url), against the official pulsar-client:
+``produce`` and ``consume`` (throughput, msg/s, best of alternating rounds) and ``latency``
+(publish-to-receive at a fixed rate, p50/p99); ``all`` runs the three.
+
+Kafka (an embedded tansu, or --bootstrap-servers), against kafka-python, aiokafka and
+confluent-kafka, each at msgclient's settings and at its own defaults: ``kafka-produce`` and
+``kafka-consume``; ``kafka`` runs the two. ``--broker kafka`` (or ``both``) sends
+``produce``, ``consume`` and ``all`` to Kafka (or to both brokers).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from msgclient.embedded import PulsarBroker
-from msgclient.perf import pulsar_consume, pulsar_latency, pulsar_produce
+from msgclient.embedded import KafkaBroker, PulsarBroker
+from msgclient.perf import (
+    kafka_consume,
+    kafka_produce,
+    pulsar_consume,
+    pulsar_latency,
+    pulsar_produce,
+)
+from msgclient.perf.kafka_produce import KafkaTarget
 from msgclient.perf.plot import save_plot
 
 CONTENDERS = ("msgclient", "pulsar-client")
@@ -97,32 +111,171 @@ def run_latency(url: str, args: argparse.Namespace, results: Results) -> None:
         results.latencies[name] = values
 
 
-WORKLOADS = {"produce": run_produce, "consume": run_consume, "latency": run_latency}
+# -- Kafka ---------------------------------------------------------------------------------
+
+
+def _race_table(
+    workload: str,
+    args: argparse.Namespace,
+    results: Results,
+    rows: Sequence[tuple[str, str]],
+    run: Callable[[str, int], float],
+) -> None:
+    """Alternating rounds over ``rows`` (label, settings); ``run(label, round)`` -> msg/s.
+    Prints the best round of each and the ratio of each msgclient row to each rival row."""
+    print(f"{workload}: {len(rows)} runs a round")
+    for label, settings in rows:
+        print(f"  {label:22} {settings}")
+    best: dict[str, float] = {}
+    runs, total = 0, len(rows) * args.rounds
+    for round_number in range(1, args.rounds + 1):
+        for label, _ in rows:
+            rate = run(label, round_number)
+            best[label] = max(best.get(label, 0.0), rate)
+            runs += 1
+            where = f"round {round_number} [{runs}/{total}] {workload}"
+            print(f"  {where} {label:22} {rate:>12,.0f} msg/s", flush=True)
+    print(f"{workload}: best of {args.rounds} rounds")
+    for label, rate in best.items():
+        print(f"  {label:22} {rate:>12,.0f} msg/s")
+    ours = [label for label in best if label.startswith("msgclient")]
+    print("  ratio (msgclient row / rival row): " + "".join(f"{o:>18}" for o in ours))
+    for rival in (label for label in best if label not in ours):
+        ratios = "".join(f"{best[o] / best[rival]:>17.2f}x" for o in ours)
+        print(f"    {rival:32}{ratios}")
+    results.rates[workload] = best
+
+
+def run_kafka_produce(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
+    contenders = {c.label: c for c in kafka_produce.CONTENDERS}
+
+    def run(label: str, _: int) -> float:
+        topic = _topic("kafka-produce", label.replace(" ", "-"))
+        kafka_produce.create_topic(target, topic)
+        try:
+            return contenders[label].run(target, topic, args.messages, args.size)
+        finally:
+            kafka_produce.delete_topic(target, topic)
+
+    rows = [(c.label, c.settings) for c in kafka_produce.CONTENDERS]
+    _race_table("kafka-produce", args, results, rows, run)
+
+
+def run_kafka_consume(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
+    readers = {r.label: r for r in kafka_consume.READERS}
+    backlogs: dict[int, kafka_consume.Backlog] = {}
+
+    def run(label: str, round_number: int) -> float:
+        if round_number not in backlogs:  # one backlog per round, read by all
+            for old in backlogs.values():
+                kafka_produce.delete_topic(target, old.topic)
+            backlogs.clear()
+            print(
+                f"  round {round_number}: writing a backlog of {args.messages:,} "
+                "with confluent-kafka (its default batching)",
+                flush=True,
+            )
+            backlogs[round_number] = kafka_consume.make_backlog(
+                target, _topic("kafka-consume", "backlog"), args.messages, args.size
+            )
+        return readers[label].run(backlogs[round_number])
+
+    rows = [(r.label, r.settings) for r in kafka_consume.READERS]
+    try:
+        _race_table("kafka-consume", args, results, rows, run)
+    finally:
+        for backlog in backlogs.values():
+            kafka_produce.delete_topic(target, backlog.topic)
+
+
+PULSAR_WORKLOADS = {"produce": run_produce, "consume": run_consume, "latency": run_latency}
+KAFKA_WORKLOADS = {"kafka-produce": run_kafka_produce, "kafka-consume": run_kafka_consume}
+BROKERS = ("pulsar", "kafka", "both")
+
+
+def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The workloads to run, in order, from the workload and ``--broker``."""
+    if args.workload == "kafka" or args.workload in KAFKA_WORKLOADS:
+        if args.broker not in (None, "kafka"):
+            parser.error(f"{args.workload} runs on Kafka, not --broker {args.broker}")
+        return list(KAFKA_WORKLOADS) if args.workload == "kafka" else [args.workload]
+    broker = args.broker or "pulsar"
+    names = list(PULSAR_WORKLOADS) if args.workload == "all" else [args.workload]
+    plan = names if broker in ("pulsar", "both") else []
+    if broker in ("kafka", "both"):
+        plan += [f"kafka-{name}" for name in names if f"kafka-{name}" in KAFKA_WORKLOADS]
+    if not plan:
+        parser.error(f"{args.workload} is measured on Pulsar only")
+    return plan
+
+
+def _kafka_target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> KafkaTarget:
+    for module in ("aiokafka", "confluent_kafka", "kafka"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            parser.error(f"the Kafka workloads need {module}: pip install msgclient[peers]")
+    return KafkaTarget(args.bootstrap_servers)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m msgclient.perf", description=__doc__)
-    parser.add_argument("workload", choices=[*WORKLOADS, "all"], help="what to measure")
+    parser = argparse.ArgumentParser(
+        prog="python -m msgclient.perf",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "workload",
+        choices=[*PULSAR_WORKLOADS, "all", *KAFKA_WORKLOADS, "kafka"],
+        help="what to measure",
+    )
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        help="where produce, consume and all run (default pulsar; latency is Pulsar only)",
+    )
     parser.add_argument("--messages", type=int, default=200_000, help="messages per run")
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per client")
     parser.add_argument("--rate", type=int, default=10_000, help="latency: messages per second")
     parser.add_argument("--seconds", type=float, default=5.0, help="latency: duration")
     parser.add_argument(
-        "--service-url", help="an existing broker (default: start an embedded pulsar-lite)"
+        "--service-url", help="an existing Pulsar broker (default: start an embedded pulsar-lite)"
+    )
+    parser.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="an existing Kafka broker (default: start an embedded tansu)",
     )
     parser.add_argument(
         "--plot", type=Path, help="also draw the results into this PNG (needs matplotlib)"
     )
     args = parser.parse_args(argv)
+    plan = _plan(parser, args)
+    results = Results()
     with ExitStack() as stack:
-        url = args.service_url
-        if url is None:
-            url = stack.enter_context(PulsarBroker()).service_url
-        print(f"broker {url}; {args.messages} x {args.size} B messages, {args.rounds} rounds")
-        results = Results()
-        for name in WORKLOADS if args.workload == "all" else [args.workload]:
-            WORKLOADS[name](url, args, results)
+        url: str | None = None
+        target: KafkaTarget | None = None
+        for name in plan:
+            if name in KAFKA_WORKLOADS:
+                if target is None:
+                    if args.bootstrap_servers is None:
+                        broker = stack.enter_context(KafkaBroker())
+                        args.bootstrap_servers = broker.bootstrap_servers
+                    target = _kafka_target(parser, args)
+                    print(
+                        f"kafka broker {target.bootstrap_servers}; {args.messages} x "
+                        f"{args.size} B messages, {args.rounds} rounds, topics of "
+                        f"{kafka_produce.PARTITIONS} partition"
+                    )
+                KAFKA_WORKLOADS[name](target, args, results)
+                continue
+            if url is None:
+                url = args.service_url or stack.enter_context(PulsarBroker()).service_url
+                print(
+                    f"broker {url}; {args.messages} x {args.size} B messages, {args.rounds} rounds"
+                )
+            PULSAR_WORKLOADS[name](url, args, results)
     if args.plot:
         save_plot(args.plot, results.rates, results.latencies)
         print(f"plot: {args.plot}")

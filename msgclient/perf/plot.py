@@ -26,15 +26,34 @@ def save_plot(
         raise InvalidConfigurationError(
             "--plot needs matplotlib: pip install msgclient[perf]"
         ) from error
-    panels = len(rates) + (1 if latencies else 0)
-    figure, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), squeeze=False)
+    # Kafka panels have up to 8 bars: wider panels, and one colour per client (rows of the
+    # same client at other settings share it).
+    widths = [max(5.0, 0.9 * len(by_client)) for by_client in rates.values()]
+    widths += [5.0] if latencies else []
+    figure, axes = plt.subplots(
+        1,
+        len(widths),
+        figsize=(sum(widths), 4.5),
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )
+    colours: dict[str, str] = {}
     for axis, (workload, by_client) in zip(axes[0], rates.items(), strict=False):
         names = list(by_client)
-        bars = axis.bar(names, [by_client[n] / 1000 for n in names], color=["C0", "C1"])
+        clients = [name.split()[0] for name in names]
+        for client in clients:
+            colours.setdefault(client, f"C{len(colours)}")
+        bars = axis.bar(
+            names, [by_client[n] / 1000 for n in names], color=[colours[c] for c in clients]
+        )
         axis.bar_label(bars, fmt="%.0fk")
         axis.margins(y=0.15)  # room for the labels
         axis.set_title(f"{workload} (best round)")
         axis.set_ylabel("thousand msg/s")
+        if len(names) > 2:
+            axis.tick_params(axis="x", labelrotation=30)
+            for label in axis.get_xticklabels():
+                label.set_horizontalalignment("right")
     if latencies:
         axis = axes[0][-1]
         for name, values in latencies.items():
