@@ -118,6 +118,9 @@ class KafkaSubscription:
         self._dirty[tp] = position
         if self._commit is None:
             self._commit = asyncio.ensure_future(self._commit_dirty())
+            # Logged in _commit_dirty; the acks that wait on it (receipts) see it too, and
+            # without receipts nobody does: it must not end as an unretrieved exception.
+            self._commit.add_done_callback(lambda done: done.cancelled() or done.exception())
         return self._commit
 
     async def _commit_dirty(self) -> None:
