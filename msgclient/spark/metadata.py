@@ -1,0 +1,170 @@
+"""What the planner asks the brokers: partitions, their ends, first messages, times.
+
+Driver side, through the async public API. Every wait is bounded: the client's operation
+timeout for requests, ``probe_ms`` for a first message that may never come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, NamedTuple
+
+import msgclient
+from msgclient.errors import BrokerError, InvalidConfigurationError, ReceiveTimeoutError
+from msgclient.message import MessageId
+from msgclient.options import ConsumerType, InitialPosition, SubscriptionMode
+from msgclient.spark.errors import SourceOptionError
+from msgclient.spark.options import TopicSelection
+from msgclient.spark.positions import (
+    Position,
+    Protocol,
+    covers,
+    end_after,
+    reader_start,
+)
+
+PROBE_MS = 5_000  # longest wait for a message known to exist (or gone: retention)
+
+
+class TopicPartition(NamedTuple):
+    """A partition by its topic (as the options name it) and index."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.partition}"
+
+
+async def discover(
+    client: msgclient.Client, selection: TopicSelection
+) -> dict[TopicPartition, str]:
+    """The partitions to read, each with its own topic name (which a Pulsar consumer can
+    subscribe to); an unknown name or partition raises an error naming the option."""
+    found: dict[TopicPartition, str] = {}
+    wanted = dict(selection.assign) if selection.assign else {}
+    for topic in selection.names():
+        try:
+            names = await client.get_topic_partitions(topic)
+        except InvalidConfigurationError as error:
+            raise SourceOptionError(selection.option, f"topic {topic!r}: {error}") from None
+        indexes = wanted.get(topic, tuple(range(len(names))))
+        missing = [i for i in indexes if i >= len(names)]
+        if missing:
+            raise SourceOptionError(
+                selection.option, f"topic {topic!r} has {len(names)} partition(s): no {missing}"
+            )
+        for index in indexes:
+            found[TopicPartition(topic, index)] = names[index]
+    return found
+
+
+async def ends(
+    client: msgclient.Client, protocol: Protocol, partitions: dict[TopicPartition, str]
+) -> dict[TopicPartition, Position]:
+    """Where each partition ends now (Kafka: the next offset; Pulsar: the last message)."""
+    if protocol is Protocol.KAFKA:
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp)
+        answers = await asyncio.gather(*(_kafka_last_ids(client, t) for t in by_topic))
+        last = {name: message_id for answer in answers for name, message_id in answer.items()}
+        return {tp: end_after(protocol, last.get(name)) for tp, name in partitions.items()}
+    # A Pulsar partition is a topic of its own: ask each, so that an empty one (an error on
+    # pulsar-lite) spoils no other answer.
+    items = list(partitions.items())
+    answers_ = await asyncio.gather(*(_pulsar_last_id(client, name) for _, name in items))
+    return {tp: end_after(protocol, a) for (tp, _), a in zip(items, answers_, strict=True)}
+
+
+async def first_after(
+    client: msgclient.Client, tp: TopicPartition, after: Position | None, probe_ms: int
+) -> MessageId | None:
+    """The id of the first message after ``after`` (None: from the first there is), or
+    None when none comes within ``probe_ms``."""
+    start, inclusive = reader_start(after, tp.topic, tp.partition)
+    reader = await client.create_reader(
+        tp.topic,
+        start,
+        partition=tp.partition,
+        start_message_id_inclusive=inclusive,
+        receiver_queue_size=1,
+    )
+    try:
+        async with asyncio.timeout(probe_ms / 1000):
+            while True:
+                message_id = (await reader.read_next()).message_id()
+                # A Pulsar start at a whole entry gets that entry again: skip it.
+                if after is None or not covers(after, message_id):
+                    return message_id
+    except (TimeoutError, ReceiveTimeoutError):
+        return None
+    finally:
+        await reader.close()
+
+
+async def first_at_time(
+    client: msgclient.Client, tp: TopicPartition, timestamp: int, probe_ms: int
+) -> MessageId | None:
+    """The first message published at or after ``timestamp`` (ms), as the broker's seek by
+    time finds it; None when there is none."""
+    reader = await client.create_reader(
+        tp.topic, InitialPosition.Earliest, partition=tp.partition, receiver_queue_size=1
+    )
+    try:
+        await reader.seek(timestamp)
+        async with asyncio.timeout(probe_ms / 1000):
+            while True:
+                message = await reader.read_next()
+                # What was fetched before the seek may still come first.
+                if message.publish_timestamp() >= timestamp:
+                    return message.message_id()
+    except (TimeoutError, ReceiveTimeoutError):
+        return None
+    finally:
+        await reader.close()
+
+
+# -- last message ids ------------------------------------------------------------------
+
+_PLANNER: dict[str, Any] = {
+    "consumer_type": ConsumerType.Exclusive,
+    "subscription_mode": SubscriptionMode.NonDurable,
+    "initial_position": InitialPosition.Latest,
+    "receiver_queue_size": 1,
+    # Kafka: the consumer's fetch from the end waits this long on the broker, and a
+    # broker answers a connection's requests in order: the ListOffsets of
+    # last_message_ids would wait behind a 500 ms fetch (measured on tansu).
+    "fetch_max_wait_ms": 10,
+}
+
+
+def _subscription() -> str:
+    return f"msgclient-spark-plan-{uuid.uuid4().hex[:12]}"
+
+
+async def _kafka_last_ids(client: msgclient.Client, topic: str) -> dict[str, MessageId | None]:
+    consumer = await client.subscribe(topic, _subscription(), **_PLANNER)
+    try:
+        return await consumer.last_message_ids()
+    finally:
+        await consumer.close()
+
+
+async def _pulsar_last_id(client: msgclient.Client, partition_topic: str) -> MessageId | None:
+    consumer = await client.subscribe(partition_topic, _subscription(), **_PLANNER)
+    try:
+        return await consumer.get_last_message_id()
+    except BrokerError as error:
+        # pulsar-lite answers an error for an empty topic, where Apache Pulsar answers an
+        # id with entry -1 (brokers.md).
+        if "no messages" in str(error).lower():
+            return None
+        raise
+    finally:
+        try:
+            # pulsar-lite keeps non-durable subscriptions after the consumer closes.
+            await consumer.unsubscribe()
+        except msgclient.MsgClientError:
+            await consumer.close()
