@@ -5,7 +5,8 @@ produced once. The plain msgclient consumer reads it in one process (receive + a
 per message, as the ``consume`` workload does; the clock runs from the first receive to
 the last acknowledgment). Spark (``local[2]`` by default) counts a DataFrame over the same
 backlog; the clock runs around ``count()``, planning and task start included, after a
-warm-up job has started Spark's Python workers. Best of ``rounds`` for each.
+warm-up count has started Spark's Python workers. Rounds alternate (so that drift hits
+both alike); best of ``rounds`` for each.
 
     python -m msgclient.perf.spark_source [--messages N] [--broker pulsar|kafka]
 """
@@ -54,10 +55,18 @@ def run(
             url = _start_broker(stack, broker, topic, partitions)
         print(f"broker {url}; {messages:,} x {size} B messages on {partitions} partitions")
         _produce(url, topic, messages, size)
-        plain = max(_plain_consume(url, topic, messages) for _ in range(rounds))
-        print(f"  plain msgclient consumer {plain:>12,.0f} msg/s", flush=True)
-        spark_rate = _spark_count(url, topic, messages, rounds, master)
+        spark = _session(stack, master, url, topic)
+        plain = spark_rate = 0.0
+        for number in range(1, rounds + 1):
+            rate = _plain_consume(url, topic, messages)
+            print(f"  round {number}: plain msgclient consumer {rate:>10,.0f} msg/s", flush=True)
+            plain = max(plain, rate)
+            rate = _spark_count(spark, url, topic, messages)
+            print(f"  round {number}: spark source ({master}) {rate:>10,.0f} rows/s", flush=True)
+            spark_rate = max(spark_rate, rate)
     result = Result(plain, spark_rate)
+    print(f"best of {rounds} rounds:")
+    print(f"  plain msgclient consumer {plain:>12,.0f} msg/s")
     print(f"  spark source ({master})  {spark_rate:>12,.0f} rows/s")
     print(f"  ratio spark / plain: {result.ratio:.2f}x")
     return result
@@ -126,31 +135,33 @@ def _plain_consume(url: str, topic: str, count: int) -> float:
             for _ in range(count):
                 acknowledge(await receive(30_000))
             elapsed = time.perf_counter() - started
-            await consumer.close()
+            if url.startswith("kafka"):
+                await consumer.close()  # a consumer group: nothing to delete
+            else:
+                await consumer.unsubscribe()  # no backlog left behind on the broker
             return count / elapsed
 
     return asyncio.run(consume())
 
 
-def _spark_count(url: str, topic: str, count: int, rounds: int, master: str) -> float:
+def _session(stack: ExitStack, master: str, url: str, topic: str) -> Any:
+    """A session whose JVM, executors and Python workers have started (one count)."""
     from msgclient.spark import local_session
 
     spark = local_session(master, "msgclient-perf")
-    try:
-        spark.range(8).count()  # warm-up: start the JVM's executors and Python workers
-        best = 0.0
-        for _ in range(rounds):
-            frame = spark.read.format("msgclient").option("url", url).option("subscribe", topic)
-            started = time.perf_counter()
-            counted = frame.load().count()
-            rate = counted / (time.perf_counter() - started)
-            if counted != count:
-                raise RuntimeError(f"the source counted {counted} rows, not {count}")
-            print(f"  round: spark source {rate:>12,.0f} rows/s", flush=True)
-            best = max(best, rate)
-        return best
-    finally:
-        spark.stop()
+    stack.callback(spark.stop)
+    spark.read.format("msgclient").option("url", url).option("subscribe", topic).load().count()
+    return spark
+
+
+def _spark_count(spark: Any, url: str, topic: str, count: int) -> float:
+    frame = spark.read.format("msgclient").option("url", url).option("subscribe", topic)
+    started = time.perf_counter()
+    counted = frame.load().count()
+    elapsed = time.perf_counter() - started
+    if counted != count:
+        raise RuntimeError(f"the source counted {counted} rows, not {count}")
+    return float(counted / elapsed)
 
 
 def main(argv: list[str] | None = None) -> int:

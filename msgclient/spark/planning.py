@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import math
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
@@ -40,7 +39,6 @@ from msgclient.spark.positions import (
     start_at,
 )
 
-log = logging.getLogger("msgclient.spark")
 T = TypeVar("T")
 Offsets = dict[TopicPartition, Position]
 
