@@ -27,6 +27,7 @@ __all__ = [
     "corrupt_payload",
     "get_codec",
     "missing_package",
+    "zstd_decompressor",
 ]
 
 BytesLike: TypeAlias = bytes | bytearray | memoryview
@@ -173,10 +174,7 @@ class _ZstdCodec:
         return out
 
     def decompress(self, data: BytesLike, uncompressed_size: int) -> bytes:
-        try:
-            decompressor: Any = self._local.decompressor
-        except AttributeError:
-            decompressor = self._local.decompressor = self._new_decompressor()
+        decompressor = zstd_decompressor(self._local, self._new_decompressor, uncompressed_size)
         # A frame that records its size is allocated at that size: refuse a lie first.
         recorded = self._frame_content_size(data)
         if recorded > uncompressed_size:
@@ -189,6 +187,30 @@ class _ZstdCodec:
         except self._error as error:
             raise corrupt_payload("ZSTD", error) from error
         return _checked("ZSTD", out, uncompressed_size)
+
+
+# zstd levels 1 to 19 use windows up to 8 MiB (2**23); a frame may declare up to 2**27 and
+# the decoder reserves what it declares before reading a byte of content. 14 forged bytes
+# would cost 128 MiB, so a frame may declare at most this, or the size it may decode to.
+_ZSTD_WINDOW_FLOOR = 1 << 23
+
+
+def zstd_decompressor(local: threading.local, new: Callable[..., Any], max_size: int) -> Any:
+    """This thread's zstd decompressor for output of at most ``max_size`` bytes: its window
+    is capped at the larger of 8 MiB and ``max_size`` (rounded up to a power of two).
+
+    Decompressors are kept per thread (they must not be shared between threads) and per
+    window cap; reusing one saves ~3 us of context setup per call.
+    """
+    window = max(_ZSTD_WINDOW_FLOOR, 1 << max(0, max_size - 1).bit_length())
+    try:
+        cache: dict[int, Any] = local.decompressors
+    except AttributeError:
+        cache = local.decompressors = {}
+    decompressor = cache.get(window)
+    if decompressor is None:
+        decompressor = cache[window] = new(max_window_size=window)
+    return decompressor
 
 
 def _frame_content_size(zstandard: Any) -> Callable[[BytesLike], int]:

@@ -25,6 +25,7 @@ from msgclient.core.compression import (
     CompressionType,
     corrupt_payload,
     missing_package,
+    zstd_decompressor,
 )
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 
@@ -191,10 +192,7 @@ class _ZstdCodec:
         return out
 
     def decompress(self, data: BytesLike, max_size: int) -> bytes:
-        try:
-            decompressor: Any = self._local.decompressor
-        except AttributeError:
-            decompressor = self._local.decompressor = self._new_decompressor()
+        decompressor = zstd_decompressor(self._local, self._new_decompressor, max_size)
         # A stream reader, not decompress(): that one trusts the frame's declared content
         # size for its allocation. A truncated frame just ends early here; the record
         # parser then finds records missing.

@@ -11,7 +11,7 @@ the last one is. Pure code, no sockets: the tests drive it with AckBatch objects
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import cast
 
 from msgclient.core.ack_grouping_tracker import AckBatch
@@ -28,6 +28,46 @@ MAX_REDELIVER_IDS = 1000
 EntryKey = tuple[int, int]  # (ledger id, entry id)
 
 
+# An ack set names every index of its entry: one is sent for entries of up to this many
+# messages (more than any producer batches), so an id claiming 2**31 costs nothing. A
+# bigger entry is acked when it completes, as without batch-index acks.
+MAX_ACK_SET_INDEXES = 1 << 16
+
+
+class _UnseenEntry:
+    """The unacked indexes of a batched entry met first at an ack (after a seek, or an id
+    from elsewhere): ``range(size)`` less what was acked, stored as what was acked, so that
+    its cost follows the acks made, not the batch size the id claims."""
+
+    __slots__ = ("acked", "acked_below", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.acked_below = 0  # a cumulative ack covered every index below this
+        self.acked: set[int] = set()  # indexes acked individually, at or above acked_below
+
+    def __len__(self) -> int:
+        return max(0, self.size - self.acked_below - len(self.acked))
+
+    def __iter__(self) -> Iterator[int]:
+        acked = self.acked
+        return (i for i in range(self.acked_below, self.size) if i not in acked)
+
+    def discard(self, index: int) -> None:
+        if self.acked_below <= index < self.size:
+            self.acked.add(index)
+
+    def ack_below(self, end: int) -> None:
+        self.acked_below = max(self.acked_below, end)
+        self.acked = {i for i in self.acked if i >= end}
+
+    def still_unacked(self, indexes: set[int]) -> set[int]:
+        return {i for i in indexes if i >= self.acked_below and i not in self.acked}
+
+
+Unacked = set[int] | _UnseenEntry
+
+
 class BatchAckers:
     """For each batched entry: the batch indexes the application has not acked yet.
 
@@ -40,7 +80,7 @@ class BatchAckers:
     __slots__ = ("_unacked",)
 
     def __init__(self) -> None:
-        self._unacked: dict[EntryKey, set[int]] = {}
+        self._unacked: dict[EntryKey, Unacked] = {}
 
     def __len__(self) -> int:
         return len(self._unacked)
@@ -51,12 +91,14 @@ class BatchAckers:
         known = self._unacked.get(key)
         if known is None:
             self._unacked[key] = indexes
+        elif isinstance(known, _UnseenEntry):
+            self._unacked[key] = known.still_unacked(indexes)
         else:
             # A redelivery: what the application acked meanwhile stays acked, and what the
             # broker no longer sends (acked by batch index) is acked too.
             known &= indexes
 
-    def ack(self, message_id: PulsarMessageId) -> set[int]:
+    def ack(self, message_id: PulsarMessageId) -> Unacked:
         """Record the ack of one batched message; the entry's indexes still unacked.
 
         Empty means the entry is complete: ack it, and its acker is forgotten. An unknown
@@ -66,13 +108,13 @@ class BatchAckers:
         key = (message_id.ledger_id, message_id.entry_id)
         unacked = self._unacked.get(key)
         if unacked is None:
-            unacked = self._unacked[key] = set(range(message_id.batch_size))
+            unacked = self._unacked[key] = _UnseenEntry(message_id.batch_size)
         unacked.discard(message_id.batch_index)
         if not unacked:
             del self._unacked[key]
         return unacked
 
-    def ack_cumulative(self, message_id: PulsarMessageId) -> set[int]:
+    def ack_cumulative(self, message_id: PulsarMessageId) -> Unacked:
         """Everything up to ``message_id`` is acked; the indexes of its entry still unacked."""
         key = (message_id.ledger_id, message_id.entry_id)
         for earlier in [k for k in self._unacked if k < key]:
@@ -82,8 +124,11 @@ class BatchAckers:
             return set()
         unacked = self._unacked.get(key)
         if unacked is None:
-            unacked = self._unacked[key] = set(range(message_id.batch_size))
-        unacked.difference_update(range(message_id.batch_index + 1))
+            unacked = self._unacked[key] = _UnseenEntry(message_id.batch_size)
+        if isinstance(unacked, _UnseenEntry):
+            unacked.ack_below(message_id.batch_index + 1)
+        else:
+            unacked.difference_update(range(message_id.batch_index + 1))
         if not unacked:
             del self._unacked[key]
         return unacked
@@ -132,7 +177,7 @@ def ack_commands(
         unacked = ackers.ack(message_id)
         if not unacked:
             entries[key] = _entry(message_id)
-        elif batch_index_ack:
+        elif batch_index_ack and message_id.batch_size <= MAX_ACK_SET_INDEXES:
             # A later index of the same entry (in any order) replaces it, with fewer bits.
             entries[key] = _entry(message_id, unacked)
     commands = []
@@ -161,7 +206,7 @@ def _cumulative_position(
     unacked = ackers.ack_cumulative(message_id)
     if not unacked:
         return _entry(message_id)
-    if batch_index_ack:
+    if batch_index_ack and message_id.batch_size <= MAX_ACK_SET_INDEXES:
         # As the Java client: the indexes after this one are still to come.
         return _entry(message_id, range(message_id.batch_index + 1, message_id.batch_size))
     # Part of the entry is unacked: acking it would ack all of it. Everything before the

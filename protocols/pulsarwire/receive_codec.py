@@ -171,10 +171,15 @@ def _plain_record(data: bytes, position: int, end: int) -> tuple[int, int, int] 
 def _two_field_record(data: bytes, position: int, size: int) -> tuple[int, int, int] | None:
     """The record every client writes for a plain small message: payload_size (< 128) then
     sequence_id (< 2**21). The commonest record by far, checked byte by byte."""
-    if not 4 <= size <= 6 or data[position] != _PAYLOAD_SIZE or data[position + 2] != _SEQUENCE_ID:
+    end = position + size
+    if (
+        not 4 <= size <= 6
+        or end > len(data)  # cut short: the general decoder names the problem
+        or data[position] != _PAYLOAD_SIZE
+        or data[position + 2] != _SEQUENCE_ID
+    ):
         return None
     payload_size = data[position + 1]
-    end = position + size
     last = data[end - 1]
     if payload_size >= 0x80 or last >= 0x80:
         return None

@@ -38,7 +38,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -154,6 +154,20 @@ class _Gate:
         self.open.set()
         self.drip: tuple[int, float] | None = None  # (chunk bytes, interval seconds)
         self.shut = False  # write side toward the destination shut: drop what arrives
+
+
+def _fin_first(sock: Any) -> None:
+    """Make the close of ``sock`` start with a FIN. Closing a socket with unread bytes in
+    its receive buffer sends a RST instead, and whether bytes are waiting is a race: a
+    "FIN" cut must not turn into a reset (pulsar-lite keeps the consumer of a reset
+    connection: test_pulsar_lite_may_keep_a_consumer_whose_connection_was_reset)."""
+    # asyncio hands out a TransportSocket, without recv: work on a duplicate of its fd.
+    with socket.fromfd(sock.fileno(), sock.family, sock.type) as raw:
+        raw.setblocking(False)
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while raw.recv(_READ_SIZE):
+                pass
+        raw.shutdown(socket.SHUT_WR)
 
 
 class ProxiedConnection:
@@ -357,13 +371,15 @@ class ProxiedConnection:
         }
         for direction, writer in self._writers.items():
             transport = writer.transport
-            if resets[direction]:
-                sock = transport.get_extra_info("socket")
-                if sock is not None:
-                    with contextlib.suppress(OSError):
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    if resets[direction]:
                         sock.setsockopt(
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                         )
+                    else:
+                        _fin_first(sock)
             transport.abort()
         self.closed_at = time.monotonic()
         self.closed.set()

@@ -220,24 +220,6 @@ def in_fresh_thread(
 ZSTD_WINDOW_BOMB = b"\x28\xb5\x2f\xfd\x00\x88" + bytes(((5 << 3) | 1, 0, 0)) + b"hello"
 
 
-class KnownBug(Exception):
-    """An error of a bug that a strict xfail test pins down; the fuzz tests let it pass so
-    that they keep looking for others. Remove its use when the xfail test starts passing."""
-
-
-def tolerating(function: str, error: type[BaseException], call: Callable[[], T]) -> T:
-    """``call()``, with ``error`` raised inside ``function`` turned into KnownBug."""
-    try:
-        return call()
-    except error as exc:
-        frame = exc.__traceback__
-        while frame is not None and frame.tb_next is not None:
-            frame = frame.tb_next
-        if frame is not None and frame.tb_frame.f_code.co_name == function:
-            raise KnownBug(f"{function}: {exc!r}") from exc
-        raise
-
-
 def text(max_size: int = 20) -> st.SearchStrategy[str]:
     """Text that UTF-8 can carry (no lone surrogates), as protobuf strings require."""
     return st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)
@@ -249,7 +231,6 @@ __all__ = [
     "KIB",
     "MIB",
     "ZSTD_WINDOW_BOMB",
-    "KnownBug",
     "Outcome",
     "bounded",
     "chunked",
@@ -259,6 +240,5 @@ __all__ = [
     "mutated",
     "only",
     "text",
-    "tolerating",
     "varint",
 ]

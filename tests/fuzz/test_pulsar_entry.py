@@ -35,12 +35,10 @@ from tests.fuzz.strategies import (
     INTERESTING_SIZES,
     KIB,
     MIB,
-    KnownBug,
     bounded,
     examples,
     mutated,
     text,
-    tolerating,
 )
 
 TOPIC = "persistent://public/default/fuzz"
@@ -231,10 +229,9 @@ def decode_within_bounds(frame_bytes: bytes, max_size: int) -> None:
             messages += decode_entry(frame, TOPIC, 0, max_size)
         return messages
 
-    # The IndexError of test_a_short_record_at_the_end_of_a_batch_is_malformed (xfail).
     outcome = bounded(
-        lambda: tolerating("_two_field_record", IndexError, decode),
-        (ProtocolError, KnownBug),
+        decode,
+        (ProtocolError,),
         PER_BYTE * (len(frame_bytes) + max_size) + FIXED,
     )
     if outcome.error is None:
@@ -393,13 +390,10 @@ def test_a_zlib_bomb_stops_at_the_declared_size() -> None:
 # -- bugs found ----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="receive_codec._two_field_record indexes past the payload: IndexError escapes",
-)
 def test_a_short_record_at_the_end_of_a_batch_is_malformed() -> None:
-    """A batch whose last record says 5 metadata bytes where 2 remain: _two_field_record
-    reads data[position + 2] before any bounds check."""
+    """A batch whose last record says 5 metadata bytes where 2 remain (found by
+    test_mutated_entries_raise_only_protocol_errors: _two_field_record read past the
+    payload and an IndexError escaped)."""
     metadata = pb.MessageMetadata(
         producer_name="p", sequence_id=0, publish_time=1, num_messages_in_batch=1
     )

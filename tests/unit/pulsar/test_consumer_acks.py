@@ -6,6 +6,7 @@ from msgclient.core.ack_grouping_tracker import AckBatch
 from protocols.pulsarwire.acks import (
     CUMULATIVE,
     INDIVIDUAL,
+    MAX_ACK_SET_INDEXES,
     MAX_REDELIVER_IDS,
     BatchAckers,
     ack_commands,
@@ -197,6 +198,44 @@ def test_cumulative_ack_covering_individual_acks_of_the_same_flush_leaves_no_ack
     (ack,) = acks(AckBatch((batched(1, 0),), PulsarMessageId(5, 2)), ackers)
     assert (ack.ack_type, entries(ack)) == (CUMULATIVE, [(5, 2, [])])
     assert len(ackers) == 0
+
+
+def test_an_unseen_entry_completes_when_every_index_is_acked_in_any_order() -> None:
+    ackers = BatchAckers()  # acked after a seek: the entry was never delivered here
+    assert acks(individual(batched(4, 2)), ackers) == []
+    (before,) = acks(cumulative(batched(4, 0)), ackers)
+    assert (before.ack_type, entries(before)) == (CUMULATIVE, [(5, 3, [])])
+    (ack,) = acks(individual(batched(4, 1)), ackers)
+    assert (ack.ack_type, entries(ack)) == (INDIVIDUAL, [(5, 4, [])])
+    assert len(ackers) == 0
+
+
+def test_an_unseen_entry_redelivered_keeps_its_acks() -> None:
+    ackers = BatchAckers()
+    acks(individual(batched(4, 0)), ackers)
+    acks(cumulative(batched(3, 0)), ackers)
+    ackers.delivered(5, 4, {0, 1, 2})  # the broker sends the whole entry again
+    assert acks(individual(batched(4, 1)), ackers) == []
+    (ack,) = acks(individual(batched(4, 2)), ackers)
+    assert entries(ack) == [(5, 4, [])]
+
+
+def test_an_unseen_entry_has_an_ack_set_of_what_is_left() -> None:
+    (ack,) = acks(individual(batched(4, 1, 4)), BatchAckers(), batch_index_ack=True)
+    assert entries(ack) == [(5, 4, [0b1101])]
+
+
+def test_no_ack_set_for_an_entry_claiming_more_indexes_than_any_batch() -> None:
+    huge = MAX_ACK_SET_INDEXES + 1
+    ackers = BatchAckers()
+    assert acks(individual(batched(4, 1, huge)), ackers, batch_index_ack=True) == []
+    assert acks(cumulative(batched(4, 5, huge)), ackers, batch_index_ack=True) == [
+        pb.CommandAck(
+            consumer_id=CONSUMER_ID,
+            ack_type=CUMULATIVE,
+            message_id=[pb.MessageIdData(ledgerId=5, entryId=3)],
+        )
+    ]
 
 
 def test_redeliver_names_each_entry_once() -> None:
