@@ -27,6 +27,11 @@ from msgclient.errors import (
 log = logging.getLogger(__name__)
 
 WRITE_BUFFER_HIGH = 256 * 1024
+# The most handed to the transport at once. asyncio (3.11) copies what the socket does not
+# take into its own buffer; the rest waits in the connection's backlog by reference (its
+# owner keeps it for a resend anyway), so a stuck peer costs at most the high mark plus
+# one chunk of copies, however big the frames.
+WRITE_CHUNK = 256 * 1024
 
 
 class ProtocolSession(Protocol):
@@ -74,6 +79,7 @@ class Connection(asyncio.Protocol, Generic[S]):
         # the wait, so silence is not a stall.
         self._untimed: set[int] = set()
         self.writable = True  # False while the socket's buffer is above its high mark
+        self._backlog: deque[bytes | memoryview] = deque()  # non-empty only while paused
         self._writable_listeners: list[Callable[[], None]] = []
         self._keepalive_interval = keepalive_interval
         self._keepalive_timer: asyncio.TimerHandle | None = None
@@ -122,6 +128,7 @@ class Connection(asyncio.Protocol, Generic[S]):
         error = self._close_error or _closed_by(self.address, exc)
         self._close_error = error
         self._transport = None
+        self._backlog.clear()
         for timer in (self._keepalive_timer, self._timeout_timer):
             if timer is not None:
                 timer.cancel()
@@ -141,8 +148,17 @@ class Connection(asyncio.Protocol, Generic[S]):
 
     def resume_writing(self) -> None:
         self.writable = True
-        for listener in list(self._writable_listeners):
-            listener()
+        # Not now: this runs inside the transport's own write handler, and a write from
+        # here that fails makes asyncio (3.11) close the transport twice.
+        self._loop.call_soon(self._resumed)
+
+    def _resumed(self) -> None:
+        if not self.writable:
+            return
+        self._write_backlog()
+        if self.writable:
+            for listener in list(self._writable_listeners):
+                listener()
 
     def on_writable(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` whenever the socket takes writes again after a pause."""
@@ -152,15 +168,36 @@ class Connection(asyncio.Protocol, Generic[S]):
     def is_open(self) -> bool:
         return self._transport is not None and self._close_error is None
 
-    def write(self, data: bytes) -> None:
-        """Queue bytes for the socket; a closed connection drops them (the owner resends)."""
-        if self._transport is not None:
-            self._transport.write(data)
+    def write(self, data: bytes | list[bytes]) -> None:
+        """Queue bytes (or the pieces of one frame, in order: no join, no copy) for the
+        socket; a closed connection drops them (the owner resends)."""
+        if self._transport is None:
+            return
+        if isinstance(data, list):
+            self._backlog.extend(data)
+        else:
+            self._backlog.append(data)
+        if self.writable:
+            self._write_backlog()
+
+    def _write_backlog(self) -> None:
+        backlog = self._backlog
+        # A write that takes the transport's buffer over its high mark calls pause_writing
+        # at once: the loop stops there, and resume_writing carries on.
+        while backlog and self.writable and self._transport is not None:
+            piece = backlog.popleft()
+            if len(piece) > WRITE_CHUNK:
+                view = memoryview(piece)
+                backlog.appendleft(view[WRITE_CHUNK:])
+                piece = view[:WRITE_CHUNK]
+            self._transport.write(piece)
 
     def new_request_id(self) -> int:
         return next(self._request_ids)
 
-    def request(self, request_id: int, data: bytes, *, timed: bool = True) -> asyncio.Future[Any]:
+    def request(
+        self, request_id: int, data: bytes | list[bytes], *, timed: bool = True
+    ) -> asyncio.Future[Any]:
         """Send ``data`` and return a future for the answer with ``request_id``.
 
         It fails with OperationTimeoutError after ``operation_timeout`` (unless ``timed`` is

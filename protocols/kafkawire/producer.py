@@ -26,7 +26,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import InitProducerIdRequest
 
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.core.pending_queue import OpSend
@@ -273,32 +273,15 @@ def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -
         batches = [b for b in batches if b.attachment == b.transport.attachment]
         if not batches:
             return None
-        by_topic: dict[str, list[ProduceBatch]] = {}
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}
         for batch in batches:
-            by_topic.setdefault(batch.transport.topic, []).append(batch)
-        request = ProduceRequest(
-            transactional_id=None,
-            acks=acks,
-            timeout_ms=timeout_ms,
-            topic_data=[
-                ProduceRequest.TopicProduceData(
-                    name=topic,
-                    partition_data=[
-                        ProduceRequest.TopicProduceData.PartitionProduceData(
-                            index=b.transport.partition, records=b.op.frame
-                        )
-                        for b in members
-                    ],
-                )
-                for topic, members in by_topic.items()
-            ],
-        )
-        if acks == 0:
-            session.send(request)
+            transport = batch.transport
+            by_topic.setdefault(transport.topic, []).append((transport.partition, batch.op.frame))
+        answer = session.produce(acks, timeout_ms, list(by_topic.items()))
+        if answer is None:  # acks=0
             for batch in batches:
                 batch.transport.on_sent_unacknowledged(batch)
             return None
-        answer: asyncio.Future[Any] = session.request(request)
         # A done callback, not a task: callbacks run in the order the answers resolve,
         # which is the order the broker sent them, so receipts reach the core in order.
         answer.add_done_callback(functools.partial(_on_answer, batches))

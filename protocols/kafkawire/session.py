@@ -8,9 +8,12 @@ connection's request future. Everything here runs on the event loop, no awaits.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from msgclient.core.connection import Connection
 from msgclient.errors import ConnectionClosedError, MalformedFrameError
@@ -21,6 +24,7 @@ from protocols.kafkawire.framing import (
     decode_response,
     encode_request,
 )
+from protocols.kafkawire.produce_request import TopicBatches, encode_produce_request
 
 KafkaConnection = Connection["KafkaSession"]
 
@@ -51,6 +55,23 @@ class KafkaSession:
         """Send a request the broker does not answer (Produce with acks=0)."""
         frame, _, _, _ = self._encode(request, version)
         self.connection.write(frame)
+
+    def produce(
+        self, acks: int, timeout_ms: int, topics: Sequence[TopicBatches]
+    ) -> asyncio.Future[Any] | None:
+        """Send a Produce request of these record batches (encoded here, without copying
+        them); an awaitable of the ProduceResponse, or None with acks=0 (no answer)."""
+        assert self.versions is not None, "request before the ApiVersions handshake"
+        version = self.versions.version(ProduceRequest)
+        correlation = self.connection.new_request_id()
+        pieces = encode_produce_request(
+            version, correlation, self.client_id, acks, timeout_ms, topics
+        )
+        if acks == 0:
+            self.connection.write(pieces)
+            return None
+        self._expected[correlation] = (ProduceResponse, version, None)
+        return self.connection.request(correlation, pieces)
 
     def _encode(self, request: Any, version: int | None) -> tuple[bytes, int, Any, int]:
         if version is None:

@@ -378,8 +378,8 @@ class ProxiedConnection:
                         sock.setsockopt(
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                         )
-                    else:
-                        _fin_first(sock)
+                    elif not transport.get_write_buffer_size():
+                        _fin_first(sock)  # (with bytes still to write, abort drops them)
             transport.abort()
         self.closed_at = time.monotonic()
         self.closed.set()

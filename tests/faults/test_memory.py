@@ -257,17 +257,10 @@ async def test_kafka_send_async_blocks_while_memory_is_full(
 
 
 async def test_memory_growth_stays_within_the_limit_plus_20_percent(
-    target: Target, topic: str, figures: type[Figures], request: pytest.FixtureRequest
+    target: Target, topic: str, figures: type[Figures]
 ) -> None:
     """The limit's worth of pending payload while the broker reads nothing: what the
     client allocates meanwhile stays within the limit plus 20 %."""
-    if target.protocol == "kafka":
-        # Known: a Produce request is encoded as one buffer that copies its batches, and
-        # up to max_in_flight_requests_per_connection (5) of them are written before the
-        # socket pauses writing, so in-flight batches are held twice (about 11.4 MiB for
-        # an 8 MiB limit). Strict: a fix shows up as XPASS.
-        reason = "Kafka holds in-flight batches twice (request buffer and frames)"
-        request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason))
     async with msgclient.Client(target.url, **SLOW_KEEPALIVE) as client:
         producer = await client.create_producer(
             topic, send_timeout_millis=int(SEND_TIMEOUT_S * 1000), **target.producer_options
@@ -291,3 +284,4 @@ async def test_memory_growth_stays_within_the_limit_plus_20_percent(
         allowed_mib=ALLOWED_GROWTH / MIB,
     )
     assert peak.traced_growth <= ALLOWED_GROWTH, f"{peak.traced_growth / MIB:.1f} MiB allocated"
+    assert peak.rss_growth <= ALLOWED_GROWTH, f"RSS grew {peak.rss_growth / MIB:.1f} MiB"

@@ -91,8 +91,8 @@ async def test_idempotent_sequence_numbers_on_the_wire(
     produced: list[bytes] = []
     write = Connection.write
 
-    def tapped(self: Connection[Any], data: bytes) -> None:
-        produced.append(data)
+    def tapped(self: Connection[Any], data: bytes | list[bytes]) -> None:
+        produced.append(b"".join(data) if isinstance(data, list) else data)
         write(self, data)
 
     await create_topic(kafka_broker.bootstrap_servers, topic, 2)
