@@ -14,19 +14,19 @@ _VERSION = 1
 class KafkaMessageId(MessageId):
     """Where Kafka stored a message. Ids of one topic order by (partition, offset)."""
 
-    __slots__ = ("_hash", "offset", "partition", "topic")
+    __slots__ = ("offset", "partition", "topic")
 
     def __init__(self, topic: str, partition: int, offset: int) -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
-        self._hash = hash((partition, offset))  # hashed on every ack: keep it
 
     def _sort_key(self) -> tuple[int, ...]:
         return (self.partition, self.offset)
 
     def __hash__(self) -> int:
-        return self._hash
+        # Hashed on every ack, built for every message received or sent: no tuple.
+        return self.offset ^ (self.partition << 40)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not KafkaMessageId:
