@@ -128,9 +128,16 @@ class Consumer(AsyncClosing):
         size = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + policy.timeout_ms / 1000 if policy.timeout_ms else None
-        while max_messages is None or len(messages) < max_messages:
-            message = self._queue.get_nowait()
-            if message is None:
+        queue = self._queue
+        while True:
+            if max_bytes is None:  # whole slices of what is queued: no work per message
+                taken = queue.take(
+                    len(queue) if max_messages is None else max_messages - len(messages)
+                )
+            else:
+                first = queue.get_nowait()
+                taken = [] if first is None else [first]
+            if not taken:
                 if deadline is None and messages:
                     break  # no timeout: return what is there
                 if self._zero_queue:
@@ -139,14 +146,18 @@ class Consumer(AsyncClosing):
                 if remaining is not None and remaining <= 0:
                     break
                 try:
-                    message = await self._queue.get(remaining)
+                    taken = [await queue.get(remaining)]
                 except TimeoutError:
                     break
             if self._track_delivery:
-                self._by_topic[message.topic_name()].delivered(message)
-            messages.append(message)
-            size += len(message.data())
-            if max_bytes is not None and size >= max_bytes:
+                for message in taken:
+                    self._by_topic[message.topic_name()].delivered(message)
+            messages += taken
+            if max_bytes is not None:
+                size += len(taken[0].data())
+                if size >= max_bytes:
+                    break
+            if max_messages is not None and len(messages) >= max_messages:
                 break
         return messages
 

@@ -68,6 +68,15 @@ class FlowWindow:
         if self._earned >= self._threshold and not self._paused:
             self._grant(self._earned)
 
+    def messages_taken(self, count: int) -> None:
+        """The application took ``count`` messages of this window at once."""
+        if not self.size:
+            self._requested = False
+            return
+        self._earned += count
+        if self._earned >= self._threshold and not self._paused:
+            self._grant(self._earned)
+
     def release(self, count: int) -> None:
         """``count`` queued messages were dropped unseen: their permits are free again."""
         if not self.size or not count:
@@ -138,6 +147,25 @@ class ReceiveQueue(Generic[M]):
         self._size -= 1
         window.message_taken()
         return message
+
+    def take(self, limit: int) -> list[M]:
+        """Up to ``limit`` of the oldest messages, by slices of their dispatches (no work
+        per message); their permits go back to their windows."""
+        taken: list[M] = []
+        chunks = self._chunks
+        while chunks and len(taken) < limit:
+            messages, window = chunks[0]
+            start = self._offset
+            end = min(len(messages), start + limit - len(taken))
+            taken += messages if start == 0 and end == len(messages) else messages[start:end]
+            if end == len(messages):
+                chunks.popleft()
+                self._offset = 0
+            else:
+                self._offset = end
+            window.messages_taken(end - start)
+        self._size -= len(taken)
+        return taken
 
     async def get(self, timeout: float | None = None) -> M:
         """Wait for a message; TimeoutError after ``timeout`` seconds, or the error the queue

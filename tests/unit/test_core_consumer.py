@@ -266,6 +266,50 @@ async def test_batch_receive_stops_at_the_message_limit_or_the_timeout() -> None
     assert await consumer.batch_receive() == []
 
 
+async def test_batch_receive_takes_whole_dispatches_and_returns_their_permits() -> None:
+    consumer, partition, transport = await make(
+        receiver_queue_size=10,
+        # No byte limit: whole dispatches at once, not message by message.
+        batch_receive_policy=BatchReceivePolicy(
+            max_num_messages=100, max_num_bytes=-1, timeout_ms=0
+        ),
+    )
+    granted = sum(transport.permits)
+    partition.on_messages([message(i) for i in range(6)])  # one batch entry
+    partition.on_messages([message(6)])
+    received = await consumer.batch_receive()
+    assert [m.message_id() for m in received] == [Id(i) for i in range(7)]
+    assert transport.permits[1:] == [6]  # the entry's 6 in one grant; 1 earned of 5
+    assert sum(transport.permits) == granted + 6
+
+
+async def test_batch_receive_stops_at_the_byte_limit() -> None:
+    consumer, partition, _ = await make(
+        batch_receive_policy=BatchReceivePolicy(
+            max_num_messages=100, max_num_bytes=25, timeout_ms=100
+        )
+    )
+    partition.on_messages([message(i, value=b"x" * 10) for i in range(5)])
+    assert [m.message_id() for m in await consumer.batch_receive()] == [Id(0), Id(1), Id(2)]
+    assert [m.message_id() for m in await consumer.batch_receive()] == [Id(3), Id(4)]
+
+
+async def test_batch_receive_tracks_each_message_for_the_ack_timeout() -> None:
+    consumer, partition, transport = await make(
+        consumer_type=ConsumerType.Shared,
+        unacked_messages_timeout_ms=1000,
+        tick_duration_ms=100,
+        batch_receive_policy=BatchReceivePolicy(
+            max_num_messages=10, max_num_bytes=-1, timeout_ms=0
+        ),
+    )
+    partition.on_messages([message(i) for i in range(3)])
+    received = await consumer.batch_receive()
+    consumer.acknowledge(received[1])
+    await asyncio.sleep(1.3)
+    assert transport.redelivered == [[Id(0), Id(2)]]
+
+
 async def test_close_flushes_pending_acks() -> None:
     consumer, partition, transport = await make(acknowledgment_group_time_ms=10_000)
     partition.on_messages([message(1)])

@@ -147,3 +147,24 @@ async def test_a_window_reopened_with_messages_still_queued_grants_only_the_rest
     assert queue.count(window) == 3
     window.connection_opened(queue.count(window))
     assert broker.grants == [10, 7]
+
+
+async def test_take_slices_dispatches_in_order_and_returns_their_permits() -> None:
+    broker = Broker()
+    first, second = FlowWindow(8, broker.send_permits), FlowWindow(8, broker.send_permits)
+    queue: ReceiveQueue[int] = ReceiveQueue()
+    first.connection_opened()
+    second.connection_opened()
+    queue.put_all([0, 1, 2], first)  # a batch entry: one dispatch
+    queue.put_all([3, 4, 5, 6], second)
+    queue.put_all([7], first)
+    assert queue.take(2) == [0, 1]
+    assert queue.get_nowait() == 2
+    assert queue.take(3) == [3, 4, 5]
+    assert broker.grants == [8, 8]  # 3 free in each window: below half
+    assert queue.take(100) == [6, 7]
+    assert broker.grants == [8, 8, 4, 4]  # half of each window: one grant each
+    assert len(queue) == 0 and queue.take(5) == [] and queue.get_nowait() is None
+    queue.put_all([8, 9], first)
+    assert queue.take(0) == [] and len(queue) == 2
+    assert queue.take(2) == [8, 9] and len(queue) == 0
