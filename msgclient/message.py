@@ -84,23 +84,21 @@ class OutgoingMessage:
         self.callback = callback
         self.deliver_at = deliver_at  # ms since the epoch; such a message is never batched
 
-    def complete(self, message_id: MessageId) -> None:
-        if not self.future.done():
-            self.future.set_result(message_id)
-        if self.callback is not None:
-            _call(self.callback, None, message_id)
-
     def fail(self, error: BaseException) -> None:
-        if not self.future.done():
-            self.future.set_exception(error)
-            # The caller may hold the future only to learn of success: don't warn
-            # "exception never retrieved" for errors it chose not to look at.
-            self.future.exception()
+        fail_future(self.future, error)
         if self.callback is not None:
-            _call(self.callback, error, None)
+            call_back(self.callback, error, None)
 
 
-def _call(callback: SendCallback, error: BaseException | None, message_id: Any) -> None:
+def fail_future(future: asyncio.Future[MessageId], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+        # The caller may hold the future only to learn of success: don't warn
+        # "exception never retrieved" for errors it chose not to look at.
+        future.exception()
+
+
+def call_back(callback: SendCallback, error: BaseException | None, message_id: Any) -> None:
     try:
         callback(error, message_id)
     except Exception as exc:  # a user callback must not break the producer

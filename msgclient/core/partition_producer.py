@@ -140,7 +140,7 @@ class PartitionProducer(ProducerEvents):
         self._close_batch()
         last = self._pending.peek_last()
         if last is not None:
-            await asyncio.wait([last.messages[-1].future])
+            await asyncio.wait([last.futures[-1]])
 
     async def close(self, flush_timeout: float) -> None:
         """Flush (for at most ``flush_timeout`` s), then unregister.
@@ -215,7 +215,7 @@ class PartitionProducer(ProducerEvents):
         # Runs inside the batch timer's callback too: an exception must fail this op's
         # messages, never escape into the event loop and leave their futures pending.
         try:
-            op.frame = self._transport.encode(op)
+            op.encoded(self._transport.encode(op))
         except MsgClientError as error:  # e.g. a batch over the broker's size limit
             self._complete_failed(op, error)
             return
@@ -224,8 +224,6 @@ class PartitionProducer(ProducerEvents):
             failure.__cause__ = error
             self._complete_failed(op, failure)
             return
-        for message in op.messages:
-            message.value = b""  # the frame holds it now: one copy per message, not two
         self._pending.append(op)
         self.last_sequence_id_pushed = op.highest_sequence_id
         if self._connected:
@@ -258,9 +256,8 @@ class PartitionProducer(ProducerEvents):
         self.last_sequence_id_published = max(
             self.last_sequence_id_published, op.highest_sequence_id
         )
-        self._release(len(op.messages), op.payload_bytes)
-        for message, message_id in zip(op.messages, message_ids(op), strict=True):
-            message.complete(message_id)
+        self._release(op.count, op.payload_bytes)
+        op.complete(message_ids(op))
 
     def on_send_error(self, sequence_id: int, error: MsgClientError) -> None:
         op = self._pending.peek()
@@ -276,7 +273,7 @@ class PartitionProducer(ProducerEvents):
         return self._batch.first_added_at if self._batch is not None else None
 
     def _on_send_timeout(self) -> None:
-        count = sum(len(op.messages) for op in self._pending) + (len(self._batch or ()))
+        count = sum(op.count for op in self._pending) + (len(self._batch or ()))
         log.warning("%s: send timeout, failing %d pending messages", self.topic, count)
         self._fail_all(
             SendTimeoutError(
@@ -298,9 +295,8 @@ class PartitionProducer(ProducerEvents):
             self._complete_failed(op, error)
 
     def _complete_failed(self, op: OpSend, error: MsgClientError) -> None:
-        self._release(len(op.messages), op.payload_bytes)
-        for message in op.messages:
-            message.fail(error)
+        self._release(op.count, op.payload_bytes)
+        op.fail(error)
 
     def _release(self, count: int, size: int) -> None:
         self.pending_messages.release(count)
@@ -308,4 +304,4 @@ class PartitionProducer(ProducerEvents):
 
     @property
     def pending_count(self) -> int:
-        return sum(len(op.messages) for op in self._pending) + len(self._batch or ())
+        return sum(op.count for op in self._pending) + len(self._batch or ())

@@ -257,8 +257,8 @@ class _MessageIds:
     def __call__(self, op: OpSend) -> list[MessageId]:
         topic, partition, base = self.topic, self.partition, self.base_offset
         if base < 0:
-            return [KafkaMessageId(topic, partition, -1) for _ in op.messages]
-        return [KafkaMessageId(topic, partition, base + i) for i in range(len(op.messages))]
+            return [KafkaMessageId(topic, partition, -1) for _ in range(op.count)]
+        return [KafkaMessageId(topic, partition, base + i) for i in range(op.count)]
 
 
 def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -> ProduceSender:

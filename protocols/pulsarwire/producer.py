@@ -145,7 +145,7 @@ class PulsarProducerTransport(ProducerTransport):
         def message_ids(op: OpSend) -> list[MessageId]:
             if not op.is_batch:
                 return [PulsarMessageId(ledger, entry, partition)]
-            size = len(op.messages)
+            size = op.count
             return [PulsarMessageId(ledger, entry, partition, i, size) for i in range(size)]
 
         self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_ids)

@@ -112,7 +112,7 @@ class FakeTransport(ProducerTransport):
         def message_ids(op: OpSend) -> list[MessageId]:
             if not op.is_batch:
                 return [FakeMessageId(sequence_id, -1)]
-            return [FakeMessageId(sequence_id, i) for i in range(len(op.messages))]
+            return [FakeMessageId(sequence_id, i) for i in range(op.count)]
 
         highest = sequence_id if highest_sequence_id is None else highest_sequence_id
         self.events.on_receipt(sequence_id, highest, message_ids)
@@ -575,3 +575,28 @@ async def test_send_after_close_fails_and_releases_its_limits(make_harness: Make
     future = h.send(b"late")
     assert isinstance(future.exception(), AlreadyClosedError)
     assert h.limits_used == (0, 0)
+
+
+async def test_an_encoded_op_keeps_futures_and_callbacks_but_not_the_messages(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3)
+    await h.start()
+    called: list[tuple[BaseException | None, MessageId | None]] = []
+    futures = [
+        h.send(b"a", callback=lambda error, message_id: called.append((error, message_id))),
+        h.send(b"b"),
+        h.send(b"c", callback=lambda error, message_id: called.append((error, message_id))),
+    ]
+    (op,) = h.producer._pending
+    assert op.messages == [] and op.count == 3 and op.frame  # the frame holds the payloads
+    h.transport.receipt(0, 2)
+    assert [f.result() for f in futures] == [FakeMessageId(0, i) for i in range(3)]
+    assert called == [(None, FakeMessageId(0, 0)), (None, FakeMessageId(0, 2))]
+    called.clear()
+    failing = h.send(b"d", callback=lambda error, message_id: called.append((error, message_id)))
+    h.producer._close_batch()
+    h.transport.disconnect()
+    await h.producer.close(0)
+    assert isinstance(failing.exception(), MsgClientError)
+    assert len(called) == 1 and isinstance(called[0][0], MsgClientError)
