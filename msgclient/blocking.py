@@ -54,7 +54,9 @@ class Client(Closing):
     def __init__(self, service_url: str, **options: Any) -> None:
         self._runner = _LoopThread()
         try:
-            self._client = async_client.Client(service_url, **options)
+            # Made on the loop's thread: adapters may take the running loop when they are
+            # built (the Kafka adapter's metadata lookup does).
+            self._client = self._runner.run(_new_client(service_url, options))
         except BaseException:
             self._runner.stop()
             raise
@@ -219,6 +221,10 @@ class Reader(Closing):
 
     def close(self) -> None:
         self._runner.run(self._reader.close())
+
+
+async def _new_client(service_url: str, options: dict[str, Any]) -> async_client.Client:
+    return async_client.Client(service_url, **options)
 
 
 async def _ack(

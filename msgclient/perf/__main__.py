@@ -8,12 +8,18 @@ Kafka (an embedded tansu, or --bootstrap-servers), against kafka-python, aiokafk
 confluent-kafka, each at msgclient's settings and at its own defaults: ``kafka-produce`` and
 ``kafka-consume``; ``kafka`` runs the two. ``--broker kafka`` (or ``both``) sends
 ``produce``, ``consume`` and ``all`` to Kafka (or to both brokers).
+
+Spark (needs pyspark: ``pip install msgclient[spark]``): ``spark`` measures rows/s through
+``format("msgclient")`` (``local[2]``, a count over the whole DataFrame) against the plain
+msgclient consumer reading the same backlog (1M messages by default, on 4 partitions), on
+the broker ``--broker`` names (pulsar, kafka or both).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,11 +34,13 @@ from msgclient.perf import (
     pulsar_consume,
     pulsar_latency,
     pulsar_produce,
+    spark_source,
 )
 from msgclient.perf.kafka_produce import KafkaTarget
 from msgclient.perf.plot import save_plot
 
 CONTENDERS = ("msgclient", "pulsar-client")
+MESSAGES = 200_000
 
 
 def _topic(workload: str, name: str) -> str:
@@ -188,6 +196,27 @@ def run_kafka_consume(target: KafkaTarget, args: argparse.Namespace, results: Re
             kafka_produce.delete_topic(target, backlog.topic)
 
 
+def run_spark(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Results) -> None:
+    """The source against the plain consumer, on each broker asked for; each run starts its
+    own embedded broker (Pulsar's partitioned topic is set before the start) unless
+    ``--service-url`` or ``--bootstrap-servers`` names one."""
+    if importlib.util.find_spec("pyspark") is None:
+        parser.error("spark needs pyspark: pip install msgclient[spark]")
+    for broker in ("pulsar", "kafka") if args.broker == "both" else (args.broker or "pulsar",):
+        url = (
+            args.service_url
+            if broker == "pulsar"
+            else args.bootstrap_servers and f"kafka://{args.bootstrap_servers}"
+        )
+        result = spark_source.run(
+            url, args.messages, args.size, args.partitions, args.rounds, broker, args.master
+        )
+        results.rates[f"spark on {broker}"] = {
+            "plain consumer": result.plain_rate,
+            "spark source": result.spark_rate,
+        }
+
+
 PULSAR_WORKLOADS = {"produce": run_produce, "consume": run_consume, "latency": run_latency}
 KAFKA_WORKLOADS = {"kafka-produce": run_kafka_produce, "kafka-consume": run_kafka_consume}
 BROKERS = ("pulsar", "kafka", "both")
@@ -218,41 +247,9 @@ def _kafka_target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return KafkaTarget(args.bootstrap_servers)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m msgclient.perf",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "workload",
-        choices=[*PULSAR_WORKLOADS, "all", *KAFKA_WORKLOADS, "kafka"],
-        help="what to measure",
-    )
-    parser.add_argument(
-        "--broker",
-        choices=BROKERS,
-        help="where produce, consume and all run (default pulsar; latency is Pulsar only)",
-    )
-    parser.add_argument("--messages", type=int, default=200_000, help="messages per run")
-    parser.add_argument("--size", type=int, default=100, help="payload bytes")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per client")
-    parser.add_argument("--rate", type=int, default=10_000, help="latency: messages per second")
-    parser.add_argument("--seconds", type=float, default=5.0, help="latency: duration")
-    parser.add_argument(
-        "--service-url", help="an existing Pulsar broker (default: start an embedded pulsar-lite)"
-    )
-    parser.add_argument(
-        "--bootstrap-servers",
-        metavar="HOST:PORT",
-        help="an existing Kafka broker (default: start an embedded tansu)",
-    )
-    parser.add_argument(
-        "--plot", type=Path, help="also draw the results into this PNG (needs matplotlib)"
-    )
-    args = parser.parse_args(argv)
+def _run_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Results) -> None:
+    """The Pulsar and Kafka workloads, on brokers started once for the whole plan."""
     plan = _plan(parser, args)
-    results = Results()
     with ExitStack() as stack:
         url: str | None = None
         target: KafkaTarget | None = None
@@ -276,6 +273,59 @@ def main(argv: list[str] | None = None) -> int:
                     f"broker {url}; {args.messages} x {args.size} B messages, {args.rounds} rounds"
                 )
             PULSAR_WORKLOADS[name](url, args, results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m msgclient.perf",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "workload",
+        choices=[*PULSAR_WORKLOADS, "all", *KAFKA_WORKLOADS, "kafka", "spark"],
+        help="what to measure",
+    )
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        help="where produce, consume, all and spark run (default pulsar; latency is Pulsar only)",
+    )
+    parser.add_argument(
+        "--messages",
+        type=int,
+        help=f"messages per run (default {MESSAGES:,}; spark: {spark_source.MESSAGES:,})",
+    )
+    parser.add_argument("--size", type=int, default=100, help="payload bytes")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per client")
+    parser.add_argument("--rate", type=int, default=10_000, help="latency: messages per second")
+    parser.add_argument("--seconds", type=float, default=5.0, help="latency: duration")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=spark_source.PARTITIONS,
+        help="spark: partitions of the embedded broker's topic",
+    )
+    parser.add_argument("--master", default=spark_source.MASTER, help="spark: the Spark master")
+    parser.add_argument(
+        "--service-url", help="an existing Pulsar broker (default: start an embedded pulsar-lite)"
+    )
+    parser.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="an existing Kafka broker (default: start an embedded tansu)",
+    )
+    parser.add_argument(
+        "--plot", type=Path, help="also draw the results into this PNG (needs matplotlib)"
+    )
+    args = parser.parse_args(argv)
+    if args.messages is None:
+        args.messages = spark_source.MESSAGES if args.workload == "spark" else MESSAGES
+    results = Results()
+    if args.workload == "spark":
+        run_spark(parser, args, results)
+    else:
+        _run_plan(parser, args, results)
     if args.plot:
         save_plot(args.plot, results.rates, results.latencies)
         print(f"plot: {args.plot}")

@@ -6,16 +6,12 @@ per message, as the ``consume`` workload does; the clock runs from the first rec
 the last acknowledgment). Spark (``local[2]`` by default) counts a DataFrame over the same
 backlog; the clock runs around ``count()``, planning and task start included, after a
 warm-up count has started Spark's Python workers. Rounds alternate (so that drift hits
-both alike); best of ``rounds`` for each.
-
-    python -m msgclient.perf.spark_source [--messages N] [--broker pulsar|kafka]
+both alike); best of ``rounds`` for each. Run by ``python -m msgclient.perf spark``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
 import time
 import uuid
 from contextlib import ExitStack
@@ -26,6 +22,10 @@ import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
 
 SUBSCRIPTION = "perf-plain"
+# The issue's setting: 1M x 100 B messages on 4 partitions, read by Spark in local[2].
+MESSAGES = 1_000_000
+PARTITIONS = 4
+MASTER = "local[2]"
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,13 @@ class Result:
 
 
 def run(
-    url: str | None = None,
-    messages: int = 1_000_000,
-    size: int = 100,
-    partitions: int = 4,
-    rounds: int = 2,
-    broker: str = "pulsar",
-    master: str = "local[2]",
+    url: str | None,
+    messages: int,
+    size: int,
+    partitions: int,
+    rounds: int,
+    broker: str,
+    master: str,
 ) -> Result:
     """Measure and print both rates and their ratio (``url``: an existing broker whose
     topics are created with ``partitions`` partitions; None: an embedded one)."""
@@ -162,29 +162,3 @@ def _spark_count(spark: Any, url: str, topic: str, count: int) -> float:
     if counted != count:
         raise RuntimeError(f"the source counted {counted} rows, not {count}")
     return float(counted / elapsed)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m msgclient.perf.spark_source")
-    parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--broker", choices=("pulsar", "kafka"), default="pulsar")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--service-url", help="an existing broker (default: an embedded one)")
-    args = parser.parse_args(argv)
-    run(
-        args.service_url,
-        args.messages,
-        args.size,
-        args.partitions,
-        args.rounds,
-        args.broker,
-        args.master,
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

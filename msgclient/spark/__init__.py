@@ -1,10 +1,10 @@
 """Read Pulsar and Kafka topics into Spark DataFrames, batch and streaming, with msgclient.
 
-    import msgclient.spark
-    msgclient.spark.register(spark)  # once per SparkSession
     df = (spark.readStream.format("msgclient")
           .option("url", "pulsar://localhost:6650").option("subscribe", "orders").load())
 
+Spark registers ``msgclient`` by itself (through the ``pyspark_msgclient`` module msgclient
+installs); where it does not (editable installs), ``msgclient.spark.register(spark)``.
 Options, schema and semantics: docs/spark.md. Needs ``pip install msgclient[spark]``.
 """
 
@@ -17,9 +17,6 @@ from msgclient.spark.java import JavaNotFoundError, ensure_java
 from msgclient.spark.session import local_session
 from msgclient.spark.source import MsgClientDataSource
 
-# Spark registers a DefaultSource found in a top-level ``pyspark_*`` module by itself.
-DefaultSource = MsgClientDataSource
-
 
 def register(spark: Any) -> None:
     """Make ``format("msgclient")`` known to this SparkSession."""
@@ -28,7 +25,6 @@ def register(spark: Any) -> None:
 
 __all__ = [
     "DataLossError",
-    "DefaultSource",
     "JavaNotFoundError",
     "MsgClientDataSource",
     "SourceOptionError",
