@@ -26,12 +26,12 @@ from msgclient.errors import (
 
 log = logging.getLogger(__name__)
 
-WRITE_BUFFER_HIGH = 256 * 1024
+WRITE_BUFFER_HIGH = 128 * 1024
 # The most handed to the transport at once. asyncio (3.11) copies what the socket does not
 # take into its own buffer; the rest waits in the connection's backlog by reference (its
 # owner keeps it for a resend anyway), so a stuck peer costs at most the high mark plus
 # one chunk of copies, however big the frames.
-WRITE_CHUNK = 256 * 1024
+WRITE_CHUNK = 64 * 1024
 
 
 class ProtocolSession(Protocol):
