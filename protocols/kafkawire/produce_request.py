@@ -22,6 +22,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from protocols.kafkawire.records import uvarint
+
 __all__ = ["MAX_PRODUCE_VERSION", "MIN_PRODUCE_VERSION", "encode_produce_request"]
 
 PRODUCE_API_KEY = 0
@@ -61,7 +63,7 @@ def encode_produce_request(
     head += client
     if flexible:
         head += _NO_TAGS  # header v2
-        head += _uvarint(0)  # transactional_id: null (compact: length + 1)
+        head += uvarint(0)  # transactional_id: null (compact: length + 1)
     else:
         head += _INT16.pack(-1)
     head += _ACKS_TIMEOUT.pack(acks, timeout_ms)
@@ -98,21 +100,12 @@ def encode_produce_request(
 
 def _string_length(length: int, flexible: bool) -> bytes:
     # Compact lengths (flexible versions) are length + 1 as an unsigned varint.
-    return _uvarint(length + 1) if flexible else _INT16.pack(length)
+    return uvarint(length + 1) if flexible else _INT16.pack(length)
 
 
 def _bytes_length(length: int, flexible: bool) -> bytes:
-    return _uvarint(length + 1) if flexible else _INT32.pack(length)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return uvarint(length + 1) if flexible else _INT32.pack(length)
 
 
 def _count(count: int, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _INT32.pack(count)
+    return uvarint(count + 1) if flexible else _INT32.pack(count)

@@ -36,7 +36,7 @@ from msgclient.message import Message, OutgoingMessage
 from protocols.kafkawire.compression import KAFKA_CODEC_IDS, get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
 
-__all__ = ["decode_record_batches", "encode_record_batch", "with_producer_state"]
+__all__ = ["decode_record_batches", "encode_record_batch", "uvarint", "with_producer_state"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_SIZE = _HEADER.size  # 61
@@ -65,12 +65,16 @@ def _varint(n: int) -> bytes:
     """Kafka's zigzag varint (and varlong) of a signed int."""
     if 0 <= n < _SMALL_COUNT:
         return _SMALL[n]
-    z = n << 1 if n >= 0 else (~n << 1) | 1
+    return uvarint(n << 1 if n >= 0 else (~n << 1) | 1)
+
+
+def uvarint(value: int) -> bytes:
+    """An unsigned varint (the lengths of flexible request versions use it unzigzagged)."""
     out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
 
 
