@@ -94,8 +94,8 @@ class Consumer(AsyncClosing):
         """The next message; ReceiveTimeoutError if none arrives within the timeout."""
         if self._closed:
             raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
-        if timeout_millis is not None:
-            check_timeout("timeout_millis", timeout_millis)
+        if timeout_millis is not None and (type(timeout_millis) is not int or timeout_millis < 0):
+            check_timeout("timeout_millis", timeout_millis)  # raises, naming the problem
         message = self._queue.get_nowait()
         if message is None:
             if self._zero_queue:

@@ -112,7 +112,7 @@ class AcknowledgmentsGroupingTracker:
             self._waiting.append(future)
         if len(self._individual) >= self._max_group_size:
             self.flush()
-        else:
+        elif self._timer is None:
             self._flush_later()
         return future
 

@@ -53,9 +53,9 @@ class _UnseenEntry:
         acked = self.acked
         return (i for i in range(self.acked_below, self.size) if i not in acked)
 
-    def discard(self, index: int) -> None:
-        if self.acked_below <= index < self.size:
-            self.acked.add(index)
+    def difference_update(self, indexes: list[int]) -> None:
+        low, size = self.acked_below, self.size
+        self.acked.update(i for i in indexes if low <= i < size)
 
     def ack_below(self, end: int) -> None:
         self.acked_below = max(self.acked_below, end)
@@ -98,8 +98,9 @@ class BatchAckers:
             # broker no longer sends (acked by batch index) is acked too.
             known &= indexes
 
-    def ack(self, message_id: PulsarMessageId) -> Unacked:
-        """Record the ack of one batched message; the entry's indexes still unacked.
+    def ack(self, message_id: PulsarMessageId, indexes: list[int]) -> Unacked:
+        """Record the acks of ``indexes`` of ``message_id``'s batched entry; the entry's
+        indexes still unacked.
 
         Empty means the entry is complete: ack it, and its acker is forgotten. An unknown
         batch size (0, an id built by hand) completes the entry at once, as in the Java
@@ -109,7 +110,7 @@ class BatchAckers:
         unacked = self._unacked.get(key)
         if unacked is None:
             unacked = self._unacked[key] = _UnseenEntry(message_id.batch_size)
-        unacked.discard(message_id.batch_index)
+        unacked.difference_update(indexes)
         if not unacked:
             del self._unacked[key]
         return unacked
@@ -168,18 +169,35 @@ def ack_commands(
     entry with the ack set of the indexes still unacked.
     """
     entries: dict[EntryKey, pb.MessageIdData] = {}
-    # One cast for the batch (typing.cast is a call: not per message on this hot path).
-    for message_id in cast(tuple[PulsarMessageId, ...], batch.individual):
-        key = (message_id.ledger_id, message_id.entry_id)
-        if message_id.batch_index < 0:
-            entries[key] = _entry(message_id)
-            continue
-        unacked = ackers.ack(message_id)
+
+    def ack_run(last: PulsarMessageId, indexes: list[int]) -> None:
+        unacked = ackers.ack(last, indexes)
         if not unacked:
-            entries[key] = _entry(message_id)
-        elif batch_index_ack and message_id.batch_size <= MAX_ACK_SET_INDEXES:
-            # A later index of the same entry (in any order) replaces it, with fewer bits.
-            entries[key] = _entry(message_id, unacked)
+            entries[last.ledger_id, last.entry_id] = _entry(last)
+        elif batch_index_ack and last.batch_size <= MAX_ACK_SET_INDEXES:
+            # A later run of the same entry replaces it, with fewer bits.
+            entries[last.ledger_id, last.entry_id] = _entry(last, unacked)
+
+    # Acks come in runs of one entry (messages are taken in order): the acker is updated
+    # once per run, not once per message. One cast for the batch (typing.cast is a call).
+    run: list[int] = []
+    last: PulsarMessageId | None = None
+    for message_id in cast(tuple[PulsarMessageId, ...], batch.individual):
+        index = message_id.batch_index
+        if last is not None and (
+            index < 0
+            or message_id.entry_id != last.entry_id
+            or message_id.ledger_id != last.ledger_id
+        ):
+            ack_run(last, run)
+            run, last = [], None
+        if index < 0:
+            entries[message_id.ledger_id, message_id.entry_id] = _entry(message_id)
+        else:
+            run.append(index)
+            last = message_id
+    if last is not None:
+        ack_run(last, run)
     commands = []
     # After the individual acks: it forgets the ackers of the entries it covers.
     if batch.cumulative is not None:
