@@ -52,6 +52,7 @@ class OutgoingMessage:
         "deliver_at",
         "event_timestamp",
         "future",
+        "null_value",
         "ordering_key",
         "partition_key",
         "properties",
@@ -72,8 +73,9 @@ class OutgoingMessage:
         replicate_to: tuple[str, ...] | None = None,
         callback: SendCallback | None = None,
         deliver_at: int | None = None,
+        null_value: bool = False,
     ) -> None:
-        self.value = value
+        self.value = value  # empty for a null value
         self.future = future
         self.partition_key = partition_key
         self.ordering_key = ordering_key
@@ -83,6 +85,7 @@ class OutgoingMessage:
         self.replicate_to = replicate_to
         self.callback = callback
         self.deliver_at = deliver_at  # ms since the epoch; such a message is never batched
+        self.null_value = null_value  # send(None): a tombstone for compacted topics
 
     def fail(self, error: BaseException) -> None:
         fail_future(self.future, error)
@@ -113,6 +116,7 @@ class Message:
     __slots__ = (
         "_event_timestamp",
         "_message_id",
+        "_null_value",
         "_ordering_key",
         "_partition_key",
         "_producer_name",
@@ -137,6 +141,7 @@ class Message:
         redelivery_count: int = 0,
         producer_name: str = "",
         sequence_id: int = -1,
+        null_value: bool = False,
     ) -> None:
         self._value = value
         self._message_id = message_id
@@ -149,13 +154,20 @@ class Message:
         self._redelivery_count = redelivery_count
         self._producer_name = producer_name
         self._sequence_id = sequence_id
+        self._null_value = null_value
 
     def data(self) -> bytes:
+        """The payload; empty for a null value (as the official client's ``data()``)."""
         return self._value
 
-    def value(self) -> bytes:
-        """The payload (no schema: the same bytes as ``data()``)."""
-        return self._value
+    def value(self) -> bytes | None:
+        """The payload (no schema: the same bytes as ``data()``); None for a null value."""
+        return None if self._null_value else self._value
+
+    def has_null_value(self) -> bool:
+        """Whether the producer sent None (a tombstone: on a compacted topic it deletes the
+        key's value)."""
+        return self._null_value
 
     def message_id(self) -> MessageId:
         return self._message_id

@@ -82,7 +82,7 @@ class Producer(AsyncClosing):
         return sum(p.pending_count for p in self._partitions)
 
     async def send(
-        self, value: bytes | bytearray | memoryview, **options: Unpack[MessageOptions]
+        self, value: bytes | bytearray | memoryview | None, **options: Unpack[MessageOptions]
     ) -> MessageId:
         """Send one message and wait until the broker has stored it (options as
         ``send_async``)."""
@@ -90,7 +90,7 @@ class Producer(AsyncClosing):
 
     async def send_async(
         self,
-        value: bytes | bytearray | memoryview,
+        value: bytes | bytearray | memoryview | None,
         callback: SendCallback | None = None,
         *,
         partition_key: str | bytes | None = None,
@@ -105,6 +105,8 @@ class Producer(AsyncClosing):
     ) -> asyncio.Future[MessageId]:
         """Queue one message; the returned future completes with its MessageId.
 
+        ``value`` None sends a null value (a tombstone: on a compacted topic it deletes
+        the key's value), with an empty payload and the metadata's null_value flag.
         ``callback(error, message_id)`` is called too, if given, when the outcome is known.
         ``partition_key`` is a str or bytes (the Java client's key / keyBytes).
         ``deliver_at`` (ms since the epoch) or ``deliver_after`` (ms from now) delay the
@@ -112,8 +114,9 @@ class Producer(AsyncClosing):
         """
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
+        null_value = value is None
         if type(value) is not bytes:
-            value = _to_bytes(value)
+            value = b"" if value is None else _to_bytes(value)
         size = len(value)
         partitions = self._partitions
         if size > partitions[0].max_message_size:
@@ -157,6 +160,7 @@ class Producer(AsyncClosing):
             replicate_to,
             callback,
             deliver_at,
+            null_value,
         )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
         pending = producer.pending_messages
@@ -212,6 +216,7 @@ def _to_bytes(value: object) -> bytes:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     raise TypeError(
-        f"message value must be bytes, bytearray or memoryview, not {type(value).__name__}"
+        "message value must be bytes, bytearray, memoryview or None (a null value), "
+        f"not {type(value).__name__}"
         + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
     )

@@ -26,7 +26,7 @@ class Sender(Protocol):
 
     async def send(
         self,
-        value: bytes,
+        value: bytes | None,
         *,
         partition_key: str | None = ...,
         ordering_key: str | bytes | None = ...,
@@ -95,7 +95,7 @@ class DeadLetterRouter:
             **extra,
         }
         return await sender.send(
-            message.data(),
+            None if message.has_null_value() else message.data(),  # a tombstone stays one
             partition_key=message.partition_key(),
             ordering_key=message.ordering_key(),
             properties=properties,

@@ -65,6 +65,7 @@ def decode_entry(
                 redelivery_count,
                 metadata.producer_name,
                 metadata.sequence_id,
+                metadata.null_value,
             )
         ]
     count = metadata.num_messages_in_batch
@@ -91,6 +92,7 @@ def decode_entry(
         if plain is not None:
             payload_size, sequence_id, event_time = plain
             key = ordering_key = record_properties = None
+            null_value = False
         else:
             try:
                 single.Clear()
@@ -102,6 +104,7 @@ def decode_entry(
             key = single.partition_key if single.HasField("partition_key") else None
             ordering_key = single.ordering_key if single.HasField("ordering_key") else None
             record_properties = {kv.key: kv.value for kv in single.properties} or None
+            null_value = single.null_value
         position += size
         end = position + payload_size
         if end > len(payload):
@@ -126,6 +129,7 @@ def decode_entry(
                 redelivery_count,
                 producer_name,
                 sequence_id if sequence_id >= 0 else first_sequence_id + index,
+                null_value,
             )
         )
     return messages

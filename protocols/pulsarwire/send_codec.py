@@ -31,6 +31,7 @@ _EVENT_TIME = b"\x28"  # 5, varint
 _KEY_B64_ENCODED = b"\x30\x01"  # 6, bool true: the partition key is base64 of bytes
 _ORDERING_KEY = b"\x3a"  # 7, bytes
 _SEQUENCE_ID = b"\x40"  # 8, varint
+_NULL_VALUE = b"\x48\x01"  # 9, bool true: the producer sent None
 _KV_KEY, _KV_VALUE = b"\x0a", b"\x12"  # KeyValue fields 1 and 2
 
 
@@ -72,6 +73,7 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
         and message.partition_key is None
         and message.event_timestamp is None
         and message.ordering_key is None
+        and not message.null_value
     ):
         return _PAYLOAD_SIZE + varint(len(message.value)) + sequence
     parts = []
@@ -90,6 +92,8 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
     if message.ordering_key is not None:
         parts.append(_length_delimited(_ORDERING_KEY, message.ordering_key))
     parts.append(sequence)
+    if message.null_value:
+        parts.append(_NULL_VALUE)
     return b"".join(parts)
 
 
@@ -102,6 +106,7 @@ def batch_payload(messages: list[OutgoingMessage]) -> bytes:
             message.properties is None
             and message.partition_key is None
             and (message.event_timestamp is None and message.ordering_key is None)
+            and not message.null_value
         ):
             # Inlined plain case of single_message_metadata: most messages take it.
             metadata = (
@@ -151,6 +156,8 @@ class SendEncoder:
                 metadata.event_time = first.event_timestamp
             if first.deliver_at is not None:
                 metadata.deliver_at_time = first.deliver_at
+            if first.null_value:
+                metadata.null_value = True
         # As the Java client: a batch carries its first message's key and ordering key,
         # which is what Key_Shared dispatch looks at.
         if first.partition_key is not None:
