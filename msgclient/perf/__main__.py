@@ -29,6 +29,7 @@ from pathlib import Path
 
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from msgclient.perf import (
+    event_loop,
     kafka_consume,
     kafka_produce,
     pulsar_consume,
@@ -38,6 +39,7 @@ from msgclient.perf import (
 )
 from msgclient.perf.kafka_produce import KafkaTarget
 from msgclient.perf.plot import save_plot
+from msgclient.perf.race import alternating, print_pairs, run_rounds
 
 CONTENDERS = ("msgclient", "pulsar-client")
 MESSAGES = 200_000
@@ -55,55 +57,67 @@ class Results:
     latencies: dict[str, list[float]] = field(default_factory=dict)  # client -> seconds
 
 
-def _race(
-    workload: str,
-    args: argparse.Namespace,
-    results: Results,
-    run: Callable[[str, int], float],
-) -> None:
-    """Alternating rounds (so drift hits both alike); ``run(name, round)`` -> seconds."""
-    best: dict[str, float] = {}
-    for round_number in range(1, args.rounds + 1):
-        for name in CONTENDERS:
-            rate = args.messages / run(name, round_number)
-            best[name] = max(best.get(name, 0.0), rate)
-            print(f"  round {round_number} {workload} {name:14} {rate:>12,.0f} msg/s", flush=True)
-    print(f"{workload}: best of {args.rounds} rounds")
-    for name, rate in best.items():
-        print(f"  {name:14} {rate:>12,.0f} msg/s")
-    print(f"  ratio msgclient / pulsar-client: {best['msgclient'] / best['pulsar-client']:.2f}x")
-    results.rates[workload] = best
+def _describe(workload: str, rows: Sequence[tuple[str, str]]) -> None:
+    print(f"{workload}: the rows")
+    for label, settings in rows:
+        print(f"  {label:14} {settings}")
+
+
+def _split(label: str) -> tuple[str, str]:
+    """``"msgclient same"`` -> ``("msgclient", "same")``."""
+    client, row = label.split(" ", 1)
+    return client, row
 
 
 def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
-    runners: dict[str, Callable[[str, str, int, int], float]] = {
-        "msgclient": pulsar_produce.run_msgclient,
-        "pulsar-client": pulsar_produce.official_produce,
-    }
+    rows = {row.label: row for row in pulsar_produce.ROWS}
+    _describe("produce", [(row.label, row.settings) for row in rows.values()])
 
-    def run(name: str, _: int) -> float:
-        return runners[name](url, _topic("produce", name), args.messages, args.size)
+    def run(label: str, _: int) -> float:
+        client, row = _split(label)
+        if client == "msgclient":
+            produce, options = pulsar_produce.msgclient_produce, rows[row].msgclient
+        else:
+            produce, options = pulsar_produce.official_produce, rows[row].official
+        count: int = args.messages
+        return count / produce(url, _topic("produce", client), count, args.size, options)
 
-    _race("produce", args, results, run)
+    rates = run_rounds("produce", args.rounds, lambda n: alternating(list(rows), n), run)
+    print_pairs("produce", list(rows), rates)
+    results.rates["produce"] = {label: max(values) for label, values in rates.items()}
 
 
 def run_consume(url: str, args: argparse.Namespace, results: Results) -> None:
-    runners: dict[str, Callable[[pulsar_consume.Backlog], float]] = {
-        "msgclient": pulsar_consume.msgclient_consume,
-        "pulsar-client": pulsar_consume.official_consume,
-    }
-    backlogs: dict[int, pulsar_consume.Backlog] = {}
+    kinds = {kind.label: kind for kind in pulsar_consume.BACKLOGS}
+    _describe("consume", [(kind.label, kind.settings) for kind in kinds.values()])
+    print("  consumers: both at their defaults, which agree (Shared, receiver queue 1000)")
+    backlogs: dict[tuple[str, int], pulsar_consume.Backlog] = {}
 
-    def run(name: str, round_number: int) -> float:
-        if round_number not in backlogs:  # one backlog per round, read by both
-            print(f"  round {round_number}: producing a backlog of {args.messages}", flush=True)
-            topic = _topic("consume", "backlog")
-            backlogs[round_number] = pulsar_consume.make_backlog(
-                url, topic, args.messages, args.size
+    def run(label: str, round_number: int) -> float:
+        client, row = _split(label)
+        if (row, round_number) not in backlogs:  # one backlog per row and round, read by both
+            kind = kinds[row]
+            print(
+                f"  round {round_number}: writing the {row} backlog of {args.messages:,} "
+                f"with {kind.writer}",
+                flush=True,
             )
-        return runners[name](backlogs[round_number])
+            written, seconds = pulsar_consume.make_backlog(
+                url, _topic("consume", row), args.messages, args.size, kind
+            )
+            print(f"    written at {args.messages / seconds:,.0f} msg/s", flush=True)
+            backlogs[row, round_number] = written
+        consume = (
+            pulsar_consume.msgclient_consume
+            if client == "msgclient"
+            else pulsar_consume.official_consume
+        )
+        backlog = backlogs[row, round_number]
+        return backlog.count / consume(backlog)
 
-    _race("consume", args, results, run)
+    rates = run_rounds("consume", args.rounds, lambda n: alternating(list(kinds), n), run)
+    print_pairs("consume", list(kinds), rates)
+    results.rates["consume"] = {label: max(values) for label, values in rates.items()}
 
 
 def run_latency(url: str, args: argparse.Namespace, results: Results) -> None:
@@ -112,11 +126,18 @@ def run_latency(url: str, args: argparse.Namespace, results: Results) -> None:
         "pulsar-client": pulsar_latency.official_latency,
     }
     print(f"latency at {args.rate:,} msg/s for {args.seconds:g} s (publish to receive):")
-    for name in CONTENDERS:
-        values = runners[name](url, _topic("latency", name), args.rate, args.seconds, args.size)
-        p50, p99 = (pulsar_latency.percentile(values, f) * 1000 for f in (0.5, 0.99))
-        print(f"  {name:14} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   ({len(values)} messages)")
-        results.latencies[name] = values
+    for row in pulsar_latency.ROWS:
+        print(f"  {row.label}: {row.settings}")
+        for name in CONTENDERS:
+            options = row.msgclient if name == "msgclient" else row.official
+            topic = _topic("latency", name)
+            values = runners[name](url, topic, args.rate, args.seconds, args.size, options)
+            p50, p99 = (pulsar_latency.percentile(values, f) * 1000 for f in (0.5, 0.99))
+            print(
+                f"    {name:14} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   ({len(values)} messages)",
+                flush=True,
+            )
+            results.latencies[f"{name} {row.label}"] = values
 
 
 # -- Kafka ---------------------------------------------------------------------------------
@@ -134,15 +155,9 @@ def _race_table(
     print(f"{workload}: {len(rows)} runs a round")
     for label, settings in rows:
         print(f"  {label:22} {settings}")
-    best: dict[str, float] = {}
-    runs, total = 0, len(rows) * args.rounds
-    for round_number in range(1, args.rounds + 1):
-        for label, _ in rows:
-            rate = run(label, round_number)
-            best[label] = max(best.get(label, 0.0), rate)
-            runs += 1
-            where = f"round {round_number} [{runs}/{total}] {workload}"
-            print(f"  {where} {label:22} {rate:>12,.0f} msg/s", flush=True)
+    labels = [label for label, _ in rows]
+    rates = run_rounds(workload, args.rounds, lambda _: labels, run)
+    best = {label: max(values) for label, values in rates.items()}
     print(f"{workload}: best of {args.rounds} rounds")
     for label, rate in best.items():
         print(f"  {label:22} {rate:>12,.0f} msg/s")
@@ -316,11 +331,21 @@ def main(argv: list[str] | None = None) -> int:
         help="an existing Kafka broker (default: start an embedded tansu)",
     )
     parser.add_argument(
+        "--loop",
+        choices=event_loop.LOOPS,
+        default="asyncio",
+        help="the event loop of the asyncio clients (msgclient, aiokafka); uvloop needs "
+        "pip install msgclient[uvloop]",
+    )
+    parser.add_argument(
         "--plot", type=Path, help="also draw the results into this PNG (needs matplotlib)"
     )
     args = parser.parse_args(argv)
     if args.messages is None:
         args.messages = spark_source.MESSAGES if args.workload == "spark" else MESSAGES
+    if args.loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        parser.error("--loop uvloop needs uvloop: pip install msgclient[uvloop]")
+    print(f"asyncio clients run on {event_loop.choose(args.loop)}")
     results = Results()
     if args.workload == "spark":
         run_spark(parser, args, results)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgclient
+from msgclient.perf import event_loop
 from msgclient.perf.kafka_produce import (
     CHUNK,
     STALL_SECONDS,
@@ -103,7 +104,7 @@ async def _msgclient(backlog: Backlog) -> float:
 
 def msgclient_consume(backlog: Backlog) -> float:
     with ClientWarnings():
-        return asyncio.run(_msgclient(backlog))
+        return event_loop.run(_msgclient(backlog))
 
 
 # -- aiokafka ------------------------------------------------------------------------------
@@ -154,11 +155,11 @@ async def _getmany(consumer: Any, count: int) -> None:
 
 
 def aiokafka_getone(backlog: Backlog) -> float:
-    return asyncio.run(_aiokafka(backlog, many=False))
+    return event_loop.run(_aiokafka(backlog, many=False))
 
 
 def aiokafka_getmany(backlog: Backlog) -> float:
-    return asyncio.run(_aiokafka(backlog, many=True))
+    return event_loop.run(_aiokafka(backlog, many=True))
 
 
 # -- confluent-kafka ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgclient
+from msgclient.perf import event_loop
 
 PARTITIONS = 1  # see docs/benchmarks.md: the rivals' keyless partitioners differ
 CHUNK = 10_000  # messages between progress checks: a check per message would cost time
@@ -158,7 +159,7 @@ def msgclient_produce(
     target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
 ) -> float:
     with ClientWarnings():
-        return asyncio.run(_msgclient(target, topic, count, size, **options))
+        return event_loop.run(_msgclient(target, topic, count, size, **options))
 
 
 # -- aiokafka ------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ async def _aiokafka(target: KafkaTarget, topic: str, count: int, size: int, **co
 def aiokafka_produce(
     target: KafkaTarget, topic: str, count: int, size: int, config: dict[str, Any]
 ) -> float:
-    return asyncio.run(_aiokafka(target, topic, count, size, **config))
+    return event_loop.run(_aiokafka(target, topic, count, size, **config))
 
 
 # -- confluent-kafka ---------------------------------------------------------------------

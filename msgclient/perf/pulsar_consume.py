@@ -2,20 +2,62 @@
 
 Both read the same backlog of ``count`` messages, each through a Shared subscription of its
 own that existed before the backlog was produced, with ``receive`` + ``acknowledge`` per
-message and the default receiver queue (1000). The clock runs from the first receive to
-the last acknowledgment handed to the client.
+message. Both consumers run at their defaults, which agree (receiver queue 1000, acks
+grouped for 100 ms). The clock runs from the first receive to the last acknowledgment
+handed to the client. Each kind of ``BACKLOGS`` is a row: how the backlog was written.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import msgclient
-from msgclient.perf.pulsar_produce import BATCH_OPTIONS, quiet_logger
+from msgclient.perf import event_loop
+from msgclient.perf.pulsar_produce import (
+    SAME,
+    msgclient_produce,
+    official_produce,
+    quiet_logger,
+)
 
 SUBSCRIPTIONS = {"msgclient": "perf-msgclient", "pulsar-client": "perf-official"}
+
+
+@dataclass(frozen=True)
+class BacklogKind:
+    """How a backlog is written: by which client, with which producer options."""
+
+    label: str
+    settings: str
+    writer: str  # "pulsar-client" or "msgclient"
+    options: dict[str, Any]
+
+
+BACKLOGS = (
+    BacklogKind(
+        "1000-batches",
+        "written by pulsar-client at its batching defaults (10 ms / 1000 / 128 KiB): "
+        "entries of 1000 messages, what a busy producer writes",
+        "pulsar-client",
+        SAME,
+    ),
+    BacklogKind(
+        "1ms-batches",
+        "written by pulsar-client with a 1 ms batch delay (else its defaults): entries of "
+        "about (its rate / 1000) messages",
+        "pulsar-client",
+        {**SAME, "batching_max_publish_delay_ms": 1},
+    ),
+    BacklogKind(
+        "unbatched",
+        "written by msgclient without batching (pulsar-client writes only about 6k "
+        "unbatched msg/s here): one message per entry",
+        "msgclient",
+        {"batching_enabled": False, "max_pending_messages": 10_000, "block_if_queue_full": True},
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -25,22 +67,21 @@ class Backlog:
     count: int
 
 
-def make_backlog(service_url: str, topic: str, count: int, size: int) -> Backlog:
-    """Subscribe both contenders, then produce the backlog (with the official client)."""
+def make_backlog(
+    service_url: str, topic: str, count: int, size: int, kind: BacklogKind
+) -> tuple[Backlog, float]:
+    """Subscribe both contenders, then write the backlog (after the writer's warm-up
+    message, which stays unread); returns it and the seconds the writing took."""
     import pulsar
 
     client = pulsar.Client(service_url, logger=quiet_logger())
     try:
         for subscription in SUBSCRIPTIONS.values():
             client.subscribe(topic, subscription, consumer_type=pulsar.ConsumerType.Shared).close()
-        producer = client.create_producer(topic, block_if_queue_full=True, **BATCH_OPTIONS)
-        payload = b"x" * size
-        for _ in range(count):
-            producer.send_async(payload, None)
-        producer.flush()
     finally:
         client.close()
-    return Backlog(service_url, topic, count)
+    write = official_produce if kind.writer == "pulsar-client" else msgclient_produce
+    return Backlog(service_url, topic, count), write(service_url, topic, count, size, kind.options)
 
 
 async def _msgclient_consume(backlog: Backlog) -> float:
@@ -61,7 +102,7 @@ async def _msgclient_consume(backlog: Backlog) -> float:
 
 def msgclient_consume(backlog: Backlog) -> float:
     """Seconds for msgclient to receive and acknowledge the backlog."""
-    return asyncio.run(_msgclient_consume(backlog))
+    return event_loop.run(_msgclient_consume(backlog))
 
 
 def official_consume(backlog: Backlog) -> float:

@@ -2,7 +2,8 @@
 
 Each client produces ``rate`` messages per second for ``seconds`` to a fresh topic and
 consumes them itself; every payload carries its send time, and the receiver records
-``now - sent``. Both use batching with a 1 ms delay.
+``now - sent``. Each row of ``ROWS`` gives both clients the same batching: the official
+client's defaults (10 ms), and msgclient's default delay (1 ms).
 """
 
 from __future__ import annotations
@@ -11,11 +12,18 @@ import asyncio
 import struct
 import threading
 import time
+from typing import Any
 
 import msgclient
-from msgclient.perf.pulsar_produce import BATCH_OPTIONS, quiet_logger
+from msgclient.perf import event_loop
+from msgclient.perf.pulsar_produce import OFFICIAL_BATCHING, Row, quiet_logger
 
 _STAMP = struct.Struct(">d")
+ONE_MS = {**OFFICIAL_BATCHING, "batching_max_publish_delay_ms": 1}
+ROWS = (
+    Row("10 ms", "both: batches of 10 ms / 1000 / 128 KiB", OFFICIAL_BATCHING, OFFICIAL_BATCHING),
+    Row("1 ms", "both: batches of 1 ms / 1000 / 128 KiB", ONE_MS, ONE_MS),
+)
 
 
 def _payload(size: int) -> bytes:
@@ -28,7 +36,7 @@ def _latency(data: bytes) -> float:
 
 
 async def _msgclient_latency(
-    url: str, topic: str, rate: int, seconds: float, size: int
+    url: str, topic: str, rate: int, seconds: float, size: int, options: dict[str, Any]
 ) -> list[float]:
     count = int(rate * seconds)
     latencies: list[float] = []
@@ -36,7 +44,7 @@ async def _msgclient_latency(
         consumer = await client.subscribe(
             topic, "latency", consumer_type=msgclient.ConsumerType.Shared
         )
-        producer = await client.create_producer(topic, **BATCH_OPTIONS)
+        producer = await client.create_producer(topic, **options)
 
         async def consume() -> None:
             while len(latencies) < count:
@@ -58,11 +66,15 @@ async def _msgclient_latency(
     return latencies
 
 
-def msgclient_latency(url: str, topic: str, rate: int, seconds: float, size: int) -> list[float]:
-    return asyncio.run(_msgclient_latency(url, topic, rate, seconds, size))
+def msgclient_latency(
+    url: str, topic: str, rate: int, seconds: float, size: int, options: dict[str, Any]
+) -> list[float]:
+    return event_loop.run(_msgclient_latency(url, topic, rate, seconds, size, options))
 
 
-def official_latency(url: str, topic: str, rate: int, seconds: float, size: int) -> list[float]:
+def official_latency(
+    url: str, topic: str, rate: int, seconds: float, size: int, options: dict[str, Any]
+) -> list[float]:
     import pulsar
 
     count = int(rate * seconds)
@@ -70,7 +82,7 @@ def official_latency(url: str, topic: str, rate: int, seconds: float, size: int)
     client = pulsar.Client(url, logger=quiet_logger())
     try:
         consumer = client.subscribe(topic, "latency", consumer_type=pulsar.ConsumerType.Shared)
-        producer = client.create_producer(topic, block_if_queue_full=True, **BATCH_OPTIONS)
+        producer = client.create_producer(topic, block_if_queue_full=True, **options)
 
         def consume() -> None:
             while len(latencies) < count:

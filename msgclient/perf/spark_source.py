@@ -11,7 +11,6 @@ both alike); best of ``rounds`` for each. Run by ``python -m msgclient.perf spar
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from contextlib import ExitStack
@@ -20,6 +19,7 @@ from typing import Any
 
 import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
+from msgclient.perf import event_loop
 
 SUBSCRIPTION = "perf-plain"
 # The setting: 1M x 100 B messages on 4 partitions, read by Spark in local[2].
@@ -106,7 +106,7 @@ def _produce(url: str, topic: str, count: int, size: int) -> None:
             await producer.close()
 
     started = time.perf_counter()
-    asyncio.run(produce())
+    event_loop.run(produce())
     print(f"  produced the backlog in {time.perf_counter() - started:.1f} s", flush=True)
 
 
@@ -141,7 +141,7 @@ def _plain_consume(url: str, topic: str, count: int) -> float:
                 await consumer.unsubscribe()  # no backlog left behind on the broker
             return count / elapsed
 
-    return asyncio.run(consume())
+    return event_loop.run(consume())
 
 
 def _session(stack: ExitStack, master: str, url: str, topic: str) -> Any:
