@@ -8,7 +8,7 @@ core imports no adapter: a third party can plug in a protocol by installing a pa
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -87,8 +87,9 @@ class ConsumerEvents(ABC):
     """The core's half of a partition consumer, called by the adapter's transport."""
 
     @abstractmethod
-    def on_messages(self, messages: list[Message]) -> None:
-        """One dispatch arrived (a batch entry gives several messages, in order)."""
+    def on_messages(self, messages: Sequence[Message]) -> None:
+        """One dispatch arrived (a batch entry gives several messages, in order; never
+        none). The sequence may make its Messages on access (a MessageBlock)."""
 
     @abstractmethod
     def on_disconnected(self, error: Exception) -> None:

@@ -16,6 +16,7 @@ from msgclient.errors import (
     ReceiveTimeoutError,
 )
 from msgclient.message import Message, MessageId
+from msgclient.message_batch import MessageBatch, MessageBlock
 from msgclient.options import (
     ConsumerOptions,
     ConsumerType,
@@ -60,6 +61,9 @@ class Consumer(AsyncClosing):
         # Fast paths of the common consumer: one partition, no ack timeout.
         self._single = partitions[0] if len(partitions) == 1 else None
         self._track_delivery = options.unacked_messages_timeout_ms > 0
+        # Whole dispatches acknowledged by one id each: not while acks must also settle
+        # per-message state (the ack timeout's and the dead letters' trackers).
+        self._acks_by_dispatch = not self._track_delivery and options.dead_letter_policy is None
         self._queue = queue
         self._on_closed = on_closed
         self._zero_queue = options.receiver_queue_size == 0
@@ -130,13 +134,11 @@ class Consumer(AsyncClosing):
         deadline = loop.time() + policy.timeout_ms / 1000 if policy.timeout_ms else None
         queue = self._queue
         while True:
+            limit = len(queue) if max_messages is None else max_messages - len(messages)
             if max_bytes is None:  # whole slices of what is queued: no work per message
-                taken = queue.take(
-                    len(queue) if max_messages is None else max_messages - len(messages)
-                )
+                taken = queue.take(limit)
             else:
-                first = queue.get_nowait()
-                taken = [] if first is None else [first]
+                taken = queue.take(limit, (max_bytes - size, _payload_size))
             if not taken:
                 if deadline is None and messages:
                     break  # no timeout: return what is there
@@ -154,20 +156,67 @@ class Consumer(AsyncClosing):
                     self._by_topic[message.topic_name()].delivered(message)
             messages += taken
             if max_bytes is not None:
-                size += len(taken[0].data())
+                size += sum(map(_payload_size, taken))
                 if size >= max_bytes:
                     break
             if max_messages is not None and len(messages) >= max_messages:
                 break
         return messages
 
+    async def receive_many(
+        self, max_messages: int | None = None, timeout_millis: int | None = None
+    ) -> MessageBatch:
+        """What is queued, up to ``max_messages``, as one MessageBatch (columns for bulk
+        readers, Messages made only if asked for); waits at most ``timeout_millis`` for
+        the first message (ReceiveTimeoutError), never for more."""
+        if self._closed:
+            raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
+        if max_messages is not None:
+            check_non_negative("max_messages", max_messages)
+        if timeout_millis is not None:
+            check_timeout("timeout_millis", timeout_millis)
+        queue = self._queue
+        if not len(queue):
+            if self._zero_queue:
+                self._partitions[0].window.request_one()
+            try:
+                await queue.wait(None if timeout_millis is None else timeout_millis / 1000)
+            except TimeoutError:
+                raise ReceiveTimeoutError(
+                    f"no message within {timeout_millis} ms on {self.subscription_name}"
+                ) from None
+        batch = MessageBatch(
+            queue.take_slices(len(queue) if max_messages is None else max_messages)
+        )
+        if self._track_delivery:
+            for message in batch:
+                self._by_topic[message.topic_name()].delivered(message)
+        return batch
+
     # -- acknowledging ------------------------------------------------------------------
 
-    def acknowledge(self, message: Message | MessageId) -> asyncio.Future[None]:
+    def acknowledge(self, message: Message | MessageId | MessageBatch) -> asyncio.Future[None]:
+        """Acknowledge a message, or every message of a ``receive_many`` batch."""
         if self._single is not None and type(message) is Message:  # the hot path
             return self._single.acknowledge(message.message_id())
+        if isinstance(message, MessageBatch):
+            return self._acknowledge_batch(message)
         partition, message_id = self._locate(message)
         return partition.acknowledge(message_id)
+
+    def _acknowledge_batch(self, batch: MessageBatch) -> asyncio.Future[None]:
+        futures: dict[asyncio.Future[None], None] = {}  # distinct, in order
+        for messages, start, end in batch.slices:
+            partition, _ = self._locate(messages[start])
+            if self._acks_by_dispatch and isinstance(messages, MessageBlock):
+                ids = messages.ack_ids(start, end)
+            else:
+                ids = [m.message_id() for m in messages[start:end]]
+            for message_id in ids:
+                futures[partition.acknowledge(message_id)] = None
+        if len(futures) == 1:
+            return next(iter(futures))
+        return asyncio.ensure_future(_all_done(list(futures)))
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> asyncio.Future[None]:
         """Acknowledge every message up to and including this one (not on Shared)."""
@@ -278,3 +327,12 @@ class Consumer(AsyncClosing):
                 "a message id does not name its topic"
             )
         return matches[0], message
+
+
+def _payload_size(message: Message) -> int:
+    return len(message.data())
+
+
+async def _all_done(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        await future

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
 from msgclient.core.ack_grouping_tracker import AcknowledgmentsGroupingTracker
@@ -73,6 +73,7 @@ class PartitionConsumer(ConsumerEvents):
             )
         # Delivered at least max_redeliver_count times: the next redelivery is the DLQ.
         self._last_chance: dict[MessageId, Message] = {}
+        self._newest_received: MessageId | None = None  # the newest id dispatched to us
         self._background: set[asyncio.Task[None]] = set()
         self.received = 0
         self.acknowledged = 0
@@ -158,13 +159,21 @@ class PartitionConsumer(ConsumerEvents):
 
     # -- events from the transport ------------------------------------------------------
 
-    def on_messages(self, messages: list[Message]) -> None:
+    def on_messages(self, messages: Sequence[Message]) -> None:
         self.received += len(messages)
         is_duplicate = self._acks.is_duplicate
-        if any(is_duplicate(message.message_id()) for message in messages):
+        first, last = messages[0].message_id(), messages[-1].message_id()
+        newest = self._newest_received
+        if newest is None or last > newest:
+            self._newest_received = last
+        if (newest is not None and first <= newest) or is_duplicate(first):
+            # A redelivery: some may be acked already (the broker may not know yet). A
+            # dispatch newer than all before cannot hold an individual ack: nothing to
+            # check per message (nor a Message to make, for a lazy batch entry).
             fresh = [m for m in messages if not is_duplicate(m.message_id())]
-            self.window.release(len(messages) - len(fresh))  # never shown: permits free
-            messages = fresh
+            if len(fresh) < len(messages):
+                self.window.release(len(messages) - len(fresh))  # never shown: permits free
+                messages = fresh
         if self._dead_letters is not None:
             for message in messages:
                 if self._dead_letters.is_dead(message):

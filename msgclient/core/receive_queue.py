@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 M = TypeVar("M")
+ByteLimit = tuple[int, Callable[[M], int]]  # (max bytes, the size of a message)
 
 
 class FlowWindow:
@@ -114,7 +115,7 @@ class ReceiveQueue(Generic[M]):
     """
 
     def __init__(self) -> None:
-        self._chunks: deque[tuple[list[M], FlowWindow]] = deque()
+        self._chunks: deque[tuple[Sequence[M], FlowWindow]] = deque()
         self._offset = 0  # messages of the first chunk already taken
         self._size = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -123,7 +124,7 @@ class ReceiveQueue(Generic[M]):
     def __len__(self) -> int:
         return self._size
 
-    def put_all(self, messages: list[M], window: FlowWindow) -> None:
+    def put_all(self, messages: Sequence[M], window: FlowWindow) -> None:
         """Queue the messages of one dispatch, in order (the queue keeps the list)."""
         if not messages:
             return
@@ -148,35 +149,54 @@ class ReceiveQueue(Generic[M]):
         window.message_taken()
         return message
 
-    def take(self, limit: int) -> list[M]:
-        """Up to ``limit`` of the oldest messages, by slices of their dispatches (no work
-        per message); their permits go back to their windows."""
+    def take(self, limit: int, byte_limit: ByteLimit[M] | None = None) -> list[M]:
+        """Up to ``limit`` of the oldest messages, by slices of their dispatches; their
+        permits go back to their windows. ``byte_limit`` (max bytes, size of a message):
+        stop at the message that makes the total reach it (that one included)."""
         taken: list[M] = []
+        for messages, start, end in self.take_slices(limit, byte_limit):
+            taken += messages if start == 0 and end == len(messages) else messages[start:end]
+        return taken
+
+    def take_slices(
+        self, limit: int, byte_limit: ByteLimit[M] | None = None
+    ) -> list[tuple[Sequence[M], int, int]]:
+        """As ``take``, as (dispatch, start, end) slices: without a byte limit, no message
+        is touched."""
+        slices: list[tuple[Sequence[M], int, int]] = []
+        taken = total_bytes = 0
         chunks = self._chunks
-        while chunks and len(taken) < limit:
+        max_bytes, size = byte_limit if byte_limit is not None else (None, None)
+        while chunks and taken < limit and (max_bytes is None or total_bytes < max_bytes):
             messages, window = chunks[0]
             start = self._offset
-            end = min(len(messages), start + limit - len(taken))
-            taken += messages if start == 0 and end == len(messages) else messages[start:end]
+            end = min(len(messages), start + limit - taken)
+            if max_bytes is not None and size is not None:
+                for index in range(start, end):
+                    total_bytes += size(messages[index])
+                    if total_bytes >= max_bytes:
+                        end = index + 1
+                        break
+            slices.append((messages, start, end))
             if end == len(messages):
                 chunks.popleft()
                 self._offset = 0
             else:
                 self._offset = end
             window.messages_taken(end - start)
-        self._size -= len(taken)
-        return taken
+            taken += end - start
+        self._size -= taken
+        return slices
 
-    async def get(self, timeout: float | None = None) -> M:
-        """Wait for a message; TimeoutError after ``timeout`` seconds, or the error the queue
-        was closed with."""
-        message = self.get_nowait()
-        if message is not None:
-            return message
+    async def wait(self, timeout: float | None) -> None:
+        """Until a message is queued; TimeoutError after ``timeout`` seconds, or the error
+        the queue was closed with."""
+        if self._size:
+            return
         if self._error is not None:
             raise self._error
         async with asyncio.timeout(timeout):
-            while True:
+            while not self._size:
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
                 try:
@@ -185,11 +205,21 @@ class ReceiveQueue(Generic[M]):
                     if waiter.done() and not waiter.cancelled() and self._size:
                         self._wake_next()  # we were woken but leave: pass the wake on
                     raise
+                if not self._size and self._error is not None:
+                    raise self._error
+
+    async def get(self, timeout: float | None = None) -> M:
+        """Wait for a message; TimeoutError after ``timeout`` seconds, or the error the queue
+        was closed with."""
+        message = self.get_nowait()
+        if message is not None:
+            return message
+        async with asyncio.timeout(timeout):
+            while True:
+                await self.wait(None)
                 message = self.get_nowait()
                 if message is not None:
                     return message
-                if self._error is not None:
-                    raise self._error
 
     def close(self, error: BaseException) -> None:
         """No more messages will come: waiting and later ``get`` calls raise ``error``

@@ -134,6 +134,10 @@ class BatchAckers:
             del self._unacked[key]
         return unacked
 
+    def forget(self, ledger_id: int, entry_id: int) -> None:
+        """The whole entry is acked."""
+        self._unacked.pop((ledger_id, entry_id), None)
+
     def clear(self) -> None:
         self._unacked.clear()
 
@@ -191,7 +195,8 @@ def ack_commands(
         ):
             ack_run(last, run)
             run, last = [], None
-        if index < 0:
+        if index < 0:  # a whole entry (unbatched, or all of a batch at once)
+            ackers.forget(message_id.ledger_id, message_id.entry_id)
             entries[message_id.ledger_id, message_id.entry_id] = _entry(message_id)
         else:
             run.append(index)

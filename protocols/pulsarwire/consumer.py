@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
@@ -368,8 +368,8 @@ class PulsarConsumerTransport(ConsumerTransport):
 
 
 def skip_before_start(
-    messages: list[Message], start: PulsarMessageId, inclusive: bool
-) -> list[Message]:
+    messages: Sequence[Message], start: PulsarMessageId, inclusive: bool
+) -> Sequence[Message]:
     """``messages`` (one entry) minus those of the start entry before ``start``, and
     ``start`` itself unless ``inclusive``: the broker starts at the entry, so it sends
     the start entry's earlier batch indexes too."""

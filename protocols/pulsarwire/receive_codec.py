@@ -15,6 +15,7 @@ from google.protobuf.message import DecodeError
 from msgclient.core.compression import CompressionType, get_codec
 from msgclient.errors import MalformedFrameError
 from msgclient.message import Message
+from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -26,8 +27,9 @@ _MIN_RECORD = 6
 
 def decode_entry(
     frame: Frame, topic: str, partition: int, max_size: int = DEFAULT_MAX_FRAME_SIZE
-) -> list[Message]:
-    """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked.
+) -> Sequence[Message]:
+    """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked
+    (a batch entry as a BatchEntry: columns, Messages made on access).
 
     No entry decodes to more than ``max_size`` bytes (the broker's maximum message size
     and the frame padding), whatever its metadata declares: a payload that claims to
@@ -74,10 +76,12 @@ def decode_entry(
             f"batch entry {ledger}:{entry} claims {count} records in {len(payload)} bytes"
         )
     unacked = _unacked_indexes(command.ack_set, count)
-    publish_time, producer_name = metadata.publish_time, metadata.producer_name
     first_sequence_id = metadata.sequence_id
-    messages: list[Message] = []
-    append = messages.append
+    values: list[bytes] = []
+    sequence_ids: list[int] = []
+    event_times: list[int] = []
+    details: dict[int, RecordDetails] = {}
+    kept: list[int] = []  # the batch indexes delivered, when the ack set leaves some out
     position = 0
     single = pb.SingleMessageMetadata()
     for index in range(count):
@@ -89,10 +93,9 @@ def decode_entry(
         plain = _two_field_record(payload, position, size) or _plain_record(
             payload, position, position + size
         )
+        record_details = None
         if plain is not None:
             payload_size, sequence_id, event_time = plain
-            key = ordering_key = record_properties = None
-            null_value = False
         else:
             try:
                 single.Clear()
@@ -101,10 +104,12 @@ def decode_entry(
                 raise _bad_record(ledger, entry, index, count, error) from error
             payload_size, event_time = single.payload_size, single.event_time
             sequence_id = single.sequence_id if single.HasField("sequence_id") else -1
-            key = single.partition_key if single.HasField("partition_key") else None
-            ordering_key = single.ordering_key if single.HasField("ordering_key") else None
-            record_properties = {kv.key: kv.value for kv in single.properties} or None
-            null_value = single.null_value
+            record_details = RecordDetails(
+                single.partition_key if single.HasField("partition_key") else None,
+                single.ordering_key if single.HasField("ordering_key") else None,
+                {kv.key: kv.value for kv in single.properties} or None,
+                single.null_value,
+            )
         position += size
         end = position + payload_size
         if end > len(payload):
@@ -112,27 +117,32 @@ def decode_entry(
                 f"batch entry {ledger}:{entry} index {index}: payload of {payload_size} "
                 f"bytes overruns the entry ({len(payload)} bytes)"
             )
-        value = payload[position:end]
+        if unacked is not None:
+            if index not in unacked:
+                position = end
+                continue  # acked before, as the broker's ack set says
+            kept.append(index)
+        if record_details is not None:
+            details[len(values)] = record_details
+        values.append(payload[position:end])
         position = end
-        if unacked is not None and index not in unacked:
-            continue  # acked before, as the broker's ack set says
-        append(
-            Message(
-                value,
-                PulsarMessageId(ledger, entry, partition, index, count),
-                topic,
-                key,
-                ordering_key,
-                record_properties,
-                event_time,
-                publish_time,
-                redelivery_count,
-                producer_name,
-                sequence_id if sequence_id >= 0 else first_sequence_id + index,
-                null_value,
-            )
-        )
-    return messages
+        sequence_ids.append(sequence_id if sequence_id >= 0 else first_sequence_id + index)
+        event_times.append(event_time)
+    return BatchEntry(
+        topic,
+        ledger,
+        entry,
+        partition,
+        count,
+        values,
+        sequence_ids,
+        event_times,
+        details,
+        None if unacked is None else kept,
+        metadata.publish_time,
+        metadata.producer_name,
+        redelivery_count,
+    )
 
 
 # SingleMessageMetadata varint fields the fast path knows: payload_size (3), event_time (5),

@@ -396,3 +396,26 @@ async def test_reader_from_latest_and_seek_to_the_ends(
         await reader.seek(2**62)  # no message that late: the end
         with pytest.raises(msgclient.ReceiveTimeoutError):
             await reader.read_next(timeout_millis=500)
+
+
+async def test_receive_many_gives_columns_and_acknowledges_the_whole_batch(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    records = [{"key": b"k%d" % i, "value": b"v%d" % i} for i in range(50)]
+    await produce(kafka_broker.bootstrap_servers, topic, records)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
+        batches = []
+        while sum(map(len, batches)) < len(records):
+            batches.append(await within(consumer.receive_many(timeout_millis=10_000)))
+        assert [v for b in batches for v in b.values()] == [r["value"] for r in records]
+        assert [k for b in batches for k in b.key_bytes()] == [r["key"] for r in records]
+        offsets = [i.offset for b in batches for i in b.message_ids()]  # type: ignore[attr-defined]
+        assert offsets == list(range(len(records)))
+        for batch in batches:
+            await within(consumer.acknowledge(batch))
+        await consumer.close()
+        again = await client.subscribe(topic, "g-" + topic, **GROUP)
+        with pytest.raises(msgclient.ReceiveTimeoutError):
+            await again.receive(timeout_millis=1_500)  # everything was committed

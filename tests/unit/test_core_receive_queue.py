@@ -168,3 +168,50 @@ async def test_take_slices_dispatches_in_order_and_returns_their_permits() -> No
     queue.put_all([8, 9], first)
     assert queue.take(0) == [] and len(queue) == 2
     assert queue.take(2) == [8, 9] and len(queue) == 0
+
+
+class Untouchable(list[int]):
+    """A dispatch that fails if a message is looked at (take_slices must not)."""
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        raise AssertionError("a message was touched")
+
+
+async def test_take_slices_touches_no_message_and_cuts_inside_a_dispatch() -> None:
+    broker = Broker()
+    window = FlowWindow(8, broker.send_permits)
+    window.connection_opened()
+    queue: ReceiveQueue[int] = ReceiveQueue()
+    first, second = Untouchable([0, 1, 2]), Untouchable([3, 4, 5, 6])
+    queue.put_all(first, window)
+    queue.put_all(second, window)
+    assert queue.take_slices(5) == [(first, 0, 3), (second, 0, 2)]
+    assert queue.take_slices(5) == [(second, 2, 4)]
+    assert len(queue) == 0 and broker.grants == [8, 5]  # half the window freed: one grant
+
+
+async def test_take_with_a_byte_limit_stops_at_the_message_that_reaches_it() -> None:
+    window = FlowWindow(100, lambda _: None)
+    queue: ReceiveQueue[bytes] = ReceiveQueue()
+    queue.put_all([b"aa", b"bb"], window)
+    queue.put_all([b"cccc", b"d"], window)
+    assert queue.take(10, (5, len)) == [b"aa", b"bb", b"cccc"]  # 8 bytes: the third reached 5
+    assert queue.take(10, (1, len)) == [b"d"]
+    queue.put_all([b"e"], window)
+    assert queue.take(10, (0, len)) == []  # nothing fits a spent budget
+
+
+async def test_wait_returns_once_a_message_is_queued_and_reports_close() -> None:
+    window = FlowWindow(10, lambda _: None)
+    queue: ReceiveQueue[int] = ReceiveQueue()
+    with pytest.raises(TimeoutError):
+        await queue.wait(0.01)
+    waiting = asyncio.ensure_future(queue.wait(5))
+    await asyncio.sleep(0)
+    queue.put_all([1], window)
+    await asyncio.wait_for(waiting, 5)
+    assert len(queue) == 1  # wait takes nothing
+    assert queue.take(1) == [1]
+    queue.close(ConnectionError("gone"))
+    with pytest.raises(ConnectionError, match="gone"):
+        await queue.wait(5)

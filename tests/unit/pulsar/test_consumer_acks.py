@@ -82,6 +82,25 @@ def test_one_flush_can_complete_an_entry() -> None:
     assert len(ackers) == 1
 
 
+def test_acks_of_entries_interleaved_complete_each_entry() -> None:
+    ackers = BatchAckers()
+    ackers.delivered(5, 1, {0, 1, 2})
+    ackers.delivered(5, 2, {0, 1})
+    order = [batched(1, 0), batched(2, 1), batched(1, 2), batched(2, 0), batched(1, 1)]
+    (ack,) = acks(AckBatch(tuple(order), None), ackers)  # in this order, not sorted
+    assert sorted(entries(ack)) == [(5, 1, []), (5, 2, [])]
+    assert len(ackers) == 0
+
+
+def test_the_entry_id_of_a_batched_entry_acks_all_of_it_and_forgets_its_acker() -> None:
+    # What acknowledging a whole receive_many batch sends: one id per entry.
+    ackers = BatchAckers()
+    ackers.delivered(5, 1, {0, 1, 2})
+    (ack,) = acks(individual(PulsarMessageId(5, 1)), ackers)
+    assert entries(ack) == [(5, 1, [])]
+    assert len(ackers) == 0
+
+
 def test_an_entry_not_seen_dispatched_counts_all_its_messages_as_unacked() -> None:
     ackers = BatchAckers()
     assert acks(individual(batched(4, 1, size=2)), ackers) == []

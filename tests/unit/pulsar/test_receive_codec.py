@@ -10,6 +10,7 @@ from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType
 from msgclient.core.pending_queue import OpSend
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import OutgoingMessage
+from msgclient.message_batch import MessageBlock
 from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -148,3 +149,37 @@ def test_a_zstd_frame_recording_more_than_declared_is_refused() -> None:
     metadata = lying_metadata(compression=CompressionType.ZSTD.value, uncompressed_size=10)
     with pytest.raises(ProtocolError, match="ZSTD frame says 100000 bytes"):
         decode(message_frame(metadata, payload))
+
+
+async def test_a_batch_entry_is_a_block_whose_columns_are_its_messages() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    messages = [
+        outgoing(b"plain", 0),
+        outgoing(b"keyed", 1, partition_key="k", properties={"p": "v"}, event_timestamp=5),
+        outgoing(b"", 2, null_value=True),
+    ]
+    frame = encoder.encode(OpSend(messages, True, 0, 0.0))
+    block = decode(as_message_frame(frame))
+    assert isinstance(block, MessageBlock)
+    made = list(block)
+    assert block.values(0, 3) == [m.value() for m in made] == [b"plain", b"keyed", None]
+    assert block.key_bytes(0, 3) == [None, b"k", None]
+    assert block.properties(0, 3) == [None, {"p": "v"}, None]
+    assert block.event_timestamps(0, 3) == [0, 5, 0]
+    assert block.publish_timestamps(1, 3) == [made[1].publish_timestamp()] * 2
+    assert block.message_ids(0, 3) == [m.message_id() for m in made]
+    assert block[1] is made[1] and block[-1] is made[2] and block[0:2] == made[0:2]
+    # All of it: the entry id. Part of it: one id per message.
+    assert block.ack_ids(0, 3) == [PulsarMessageId(7, 9, -1)]
+    assert block.ack_ids(1, 3) == [made[1].message_id(), made[2].message_id()]
+
+
+async def test_an_entry_cut_by_its_ack_set_keeps_the_batch_indexes() -> None:
+    encoder = SendEncoder(1, CompressionType.NONE, None)
+    frame = encoder.encode(OpSend([outgoing(b"m%d" % i, i) for i in range(4)], True, 0, 0.0))
+    block = decode(as_message_frame(frame, ack_set=[0b1010]))
+    assert isinstance(block, MessageBlock)
+    ids = block.message_ids(0, 2)
+    assert [i.batch_index for i in ids] == [1, 3]  # type: ignore[attr-defined]
+    assert [m.message_id() for m in block] == ids
+    assert block.ack_ids(0, 2) == [PulsarMessageId(7, 9, -1)]  # the rest was acked before

@@ -1,0 +1,193 @@
+"""Messages in bulk: columns instead of one object per message.
+
+A ``MessageBlock`` is what an adapter hands the core for one dispatch it decoded as
+columns (a Pulsar batch entry): a sequence of Messages made only when asked for, so the
+per-message path (``receive``) works on it unchanged, while ``Consumer.receive_many``
+gives a bulk reader a ``MessageBatch`` whose columns are slices of the blocks' lists: no
+Message, no MessageId and no acknowledgment per message.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
+
+from msgclient.message import Message, MessageId
+
+
+class MessageBlock(Sequence[Message], abc.ABC):
+    """The messages of one dispatch as columns; a Message is made at its first access and
+    kept (the same object on every access)."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self, count: int) -> None:
+        self._made: list[Message | None] = [None] * count
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._made)))]
+        message = self._made[index]
+        if message is None:
+            message = self._made[index] = self._make(index % len(self._made))
+        return message
+
+    def __iter__(self) -> Iterator[Message]:
+        for index in range(len(self._made)):
+            yield self[index]
+
+    @abc.abstractmethod
+    def _make(self, index: int) -> Message:
+        """The Message at ``index`` (>= 0), built from the columns."""
+
+    # The columns, for messages start..end-1 of the block.
+
+    @abc.abstractmethod
+    def values(self, start: int, end: int) -> list[bytes | None]: ...
+
+    @abc.abstractmethod
+    def key_bytes(self, start: int, end: int) -> list[bytes | None]: ...
+
+    @abc.abstractmethod
+    def properties(self, start: int, end: int) -> list[Mapping[str, str] | None]: ...
+
+    @abc.abstractmethod
+    def publish_timestamps(self, start: int, end: int) -> list[int]: ...
+
+    @abc.abstractmethod
+    def event_timestamps(self, start: int, end: int) -> list[int]: ...
+
+    @abc.abstractmethod
+    def message_ids(self, start: int, end: int) -> list[MessageId]: ...
+
+    @abc.abstractmethod
+    def ack_ids(self, start: int, end: int) -> list[MessageId]:
+        """The ids that acknowledge messages start..end-1: fewer than one per message
+        where the protocol allows (a whole Pulsar entry is acknowledged by its entry id)."""
+
+
+Slice = tuple[Sequence[Message], int, int]  # messages[start:end] of one dispatch
+
+
+class MessageBatch(Sequence[Message]):
+    """Messages taken together by ``Consumer.receive_many``, in arrival order.
+
+    A sequence of Message (made on access) and, for bulk readers, columns: ``values()``,
+    ``key_bytes()``, ``properties()``, ``publish_timestamps()``, ``event_timestamps()``,
+    ``message_ids()`` and ``topic_names()``, each a new list of ``len(batch)`` items.
+    ``Consumer.acknowledge(batch)`` acknowledges all of them at once.
+    """
+
+    __slots__ = ("_length", "_slices")
+
+    def __init__(self, slices: list[Slice]) -> None:
+        self._slices = slices
+        self._length = sum(end - start for _, start, end in slices)
+
+    @property
+    def slices(self) -> list[Slice]:
+        """(dispatch, start, end) parts, for the consumer's bulk acknowledgment."""
+        return self._slices
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"message index {index} out of range ({self._length} messages)")
+        for messages, start, end in self._slices:
+            if index < end - start:
+                return messages[start + index]
+            index -= end - start
+        raise AssertionError("unreachable: the length counts every slice")
+
+    def __iter__(self) -> Iterator[Message]:
+        for messages, start, end in self._slices:
+            for index in range(start, end):
+                yield messages[index]
+
+    def __repr__(self) -> str:
+        return f"MessageBatch({self._length} messages)"
+
+    def values(self) -> list[bytes | None]:
+        """The payloads (None for a null value)."""
+        column: list[bytes | None] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.values(start, end)
+            else:
+                column += [m.value() for m in messages[start:end]]
+        return column
+
+    def key_bytes(self) -> list[bytes | None]:
+        """The keys as bytes, as ``Message.key_bytes()`` (a Pulsar key in UTF-8)."""
+        column: list[bytes | None] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.key_bytes(start, end)
+            else:
+                column += [m.key_bytes() for m in messages[start:end]]
+        return column
+
+    def properties(self) -> list[Mapping[str, str] | None]:
+        """Each message's properties (Kafka headers), None when it has none."""
+        column: list[Mapping[str, str] | None] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.properties(start, end)
+            else:
+                column += [m.properties() or None for m in messages[start:end]]
+        return column
+
+    def publish_timestamps(self) -> list[int]:
+        column: list[int] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.publish_timestamps(start, end)
+            else:
+                column += [m.publish_timestamp() for m in messages[start:end]]
+        return column
+
+    def event_timestamps(self) -> list[int]:
+        column: list[int] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.event_timestamps(start, end)
+            else:
+                column += [m.event_timestamp() for m in messages[start:end]]
+        return column
+
+    def message_ids(self) -> list[MessageId]:
+        column: list[MessageId] = []
+        for messages, start, end in self._slices:
+            if isinstance(messages, MessageBlock):
+                column += messages.message_ids(start, end)
+            else:
+                column += [m.message_id() for m in messages[start:end]]
+        return column
+
+    def topic_names(self) -> list[str]:
+        column: list[str] = []
+        for messages, start, end in self._slices:
+            column += [messages[start].topic_name()] * (end - start)
+        return column

@@ -1,0 +1,159 @@
+"""A decoded batch entry as columns: the messages of one ledger entry, made on access.
+
+Most records of a batch carry nothing but a payload size and a sequence id, so the
+entry keeps the payloads, sequence ids and event times as lists and the rarer fields
+(keys, properties, null values) per index; ``Consumer.receive_many`` reads the columns
+without a Message or a MessageId per message, and acknowledges the whole entry by its
+entry id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from msgclient.message import Message, MessageId
+from msgclient.message_batch import MessageBlock
+from protocols.pulsarwire.message_id import PulsarMessageId
+
+
+class RecordDetails:
+    """The fields of a batch record beyond payload, sequence id and event time."""
+
+    __slots__ = ("key", "null_value", "ordering_key", "properties")
+
+    def __init__(
+        self,
+        key: str | None,
+        ordering_key: bytes | None,
+        properties: Mapping[str, str] | None,
+        null_value: bool,
+    ) -> None:
+        self.key = key
+        self.ordering_key = ordering_key
+        self.properties = properties
+        self.null_value = null_value
+
+
+class BatchEntry(MessageBlock):
+    """The messages of one batched entry still to deliver (the broker's ack set may have
+    left some out: ``indexes`` are then their batch indexes)."""
+
+    __slots__ = (
+        "_batch_size",
+        "_details",
+        "_entry_id",
+        "_event_times",
+        "_indexes",
+        "_ledger_id",
+        "_partition",
+        "_producer_name",
+        "_publish_time",
+        "_redelivery_count",
+        "_sequence_ids",
+        "_topic",
+        "_values",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        ledger_id: int,
+        entry_id: int,
+        partition: int,
+        batch_size: int,
+        values: list[bytes],
+        sequence_ids: list[int],
+        event_times: list[int],
+        details: dict[int, RecordDetails],
+        indexes: list[int] | None,
+        publish_time: int,
+        producer_name: str,
+        redelivery_count: int,
+    ) -> None:
+        super().__init__(len(values))
+        self._topic = topic
+        self._ledger_id = ledger_id
+        self._entry_id = entry_id
+        self._partition = partition
+        self._batch_size = batch_size
+        self._values = values
+        self._sequence_ids = sequence_ids
+        self._event_times = event_times
+        self._details = details  # by position in this block, only for records that have any
+        self._indexes = indexes  # None: position == batch index
+        self._publish_time = publish_time
+        self._producer_name = producer_name
+        self._redelivery_count = redelivery_count
+
+    def _id(self, position: int) -> PulsarMessageId:
+        index = position if self._indexes is None else self._indexes[position]
+        return PulsarMessageId(
+            self._ledger_id, self._entry_id, self._partition, index, self._batch_size
+        )
+
+    def _make(self, index: int) -> Message:
+        details = self._details.get(index) if self._details else None
+        if details is None:
+            return Message(
+                self._values[index],
+                self._id(index),
+                self._topic,
+                None,
+                None,
+                None,
+                self._event_times[index],
+                self._publish_time,
+                self._redelivery_count,
+                self._producer_name,
+                self._sequence_ids[index],
+            )
+        return Message(
+            self._values[index],
+            self._id(index),
+            self._topic,
+            details.key,
+            details.ordering_key,
+            details.properties,
+            self._event_times[index],
+            self._publish_time,
+            self._redelivery_count,
+            self._producer_name,
+            self._sequence_ids[index],
+            details.null_value,
+        )
+
+    def values(self, start: int, end: int) -> list[bytes | None]:
+        column: list[bytes | None] = list(self._values[start:end])
+        for position, details in self._details.items():
+            if details.null_value and start <= position < end:
+                column[position - start] = None
+        return column
+
+    def key_bytes(self, start: int, end: int) -> list[bytes | None]:
+        column: list[bytes | None] = [None] * (end - start)
+        for position, details in self._details.items():
+            if details.key is not None and start <= position < end:
+                column[position - start] = details.key.encode("utf-8", "surrogateescape")
+        return column
+
+    def properties(self, start: int, end: int) -> list[Mapping[str, str] | None]:
+        column: list[Mapping[str, str] | None] = [None] * (end - start)
+        for position, details in self._details.items():
+            if details.properties and start <= position < end:
+                column[position - start] = details.properties
+        return column
+
+    def publish_timestamps(self, start: int, end: int) -> list[int]:
+        return [self._publish_time] * (end - start)
+
+    def event_timestamps(self, start: int, end: int) -> list[int]:
+        return self._event_times[start:end]
+
+    def message_ids(self, start: int, end: int) -> list[MessageId]:
+        return [self._id(position) for position in range(start, end)]
+
+    def ack_ids(self, start: int, end: int) -> list[MessageId]:
+        if start == 0 and end == len(self):
+            # Everything the broker still held of the entry: ack the entry itself.
+            return [PulsarMessageId(self._ledger_id, self._entry_id, self._partition)]
+        return self.message_ids(start, end)
