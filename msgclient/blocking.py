@@ -2,16 +2,22 @@
 
 ``msgclient.blocking.Client`` has the same names as ``msgclient.Client``; it runs the
 async client on an event loop in a background thread of its own and waits for results.
-Callbacks run on that thread.
+Send callbacks run on that thread; message listeners (``subscribe(...,
+message_listener=fn)``) run on listener threads of their own.
+
+Every blocking call can be interrupted by Ctrl-C: the KeyboardInterrupt is raised in the
+caller's thread and the operation is cancelled on the loop, so the client stays usable (a
+``receive`` interrupted this way leaves the next message to the next ``receive``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping
-from typing import Any, TypeVar, Unpack
+from typing import Any, Generic, TypeVar, Unpack
 
 from msgclient import client as async_client
 from msgclient import consumer as async_consumer
@@ -19,11 +25,21 @@ from msgclient import producer as async_producer
 from msgclient import reader as async_reader
 from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
+from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
 from msgclient.message import Message, MessageId, SendCallback
 from msgclient.options import InitialPosition
 from msgclient.producer import MessageOptions
 
 T = TypeVar("T")
+
+# A waiting caller wakes this often to let a signal handler (Ctrl-C) run even where a lock
+# wait cannot be interrupted; a result wakes it at once.
+_WAKE_SECONDS = 0.1
+# How long an interrupted call waits for its coroutine to finish cancelling, so that the
+# next call does not race it (an orphaned receive would take the next message).
+_CANCEL_SECONDS = 1.0
+
+MessageListener = Callable[["Consumer", Message], None]
 
 
 class _LoopThread:
@@ -37,7 +53,28 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        """Run ``coroutine`` on the loop and wait for its outcome. Ctrl-C (or any exception
+        raised in the waiting thread) cancels it on the loop, then propagates."""
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            raise RuntimeError(
+                "a blocking msgclient call was made on the client's event loop thread (from "
+                "a send callback?): it would wait for itself forever"
+            )
+        call = _Call(coroutine)
+        try:
+            self.loop.call_soon_threadsafe(call.start, self.loop)
+        except RuntimeError:  # the loop is closed: so is the client
+            coroutine.close()
+            raise AlreadyClosedError("the client is closed") from None
+        try:
+            while not call.outcome.done():
+                concurrent.futures.wait([call.outcome], timeout=_WAKE_SECONDS)
+        except BaseException:
+            self.loop.call_soon_threadsafe(call.cancel)
+            concurrent.futures.wait([call.outcome], timeout=_CANCEL_SECONDS)
+            raise
+        return call.outcome.result()
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
@@ -48,10 +85,81 @@ class _LoopThread:
         self.loop.close()
 
 
-class Client(Closing):
-    """Blocking client: ``Client("pulsar://localhost:6650", **options)``."""
+class _Call(Generic[T]):
+    """One coroutine run for a waiting thread; ``start`` and ``cancel`` run on the loop."""
 
-    def __init__(self, service_url: str, **options: Any) -> None:
+    def __init__(self, coroutine: Coroutine[Any, Any, T]) -> None:
+        self.outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._coroutine = coroutine
+        self._task: asyncio.Task[T] | None = None
+        self._cancelled = False
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._cancelled:  # interrupted before it began
+            self._coroutine.close()
+            self._cancel_outcome()
+            return
+        self._task = loop.create_task(self._coroutine)
+        self._task.add_done_callback(self._settle)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def _cancel_outcome(self) -> None:
+        self.outcome.cancel()
+        # cancel() alone does not wake concurrent.futures.wait(); this does.
+        self.outcome.set_running_or_notify_cancel()
+
+    def _settle(self, task: asyncio.Task[T]) -> None:
+        if task.cancelled():
+            self._cancel_outcome()
+        elif task.exception() is not None:
+            self.outcome.set_exception(task.exception())
+        else:
+            self.outcome.set_result(task.result())
+
+
+class _ListenerThreads:
+    """The threads that run message listeners (the official client's
+    ``message_listener_threads``): each consumer keeps one, round robin."""
+
+    def __init__(self, count: int) -> None:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise InvalidConfigurationError(
+                f"option message_listener_threads={count!r} is invalid: expected an integer >= 1"
+            )
+        self._count = count
+        self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
+        self._next = itertools.count()
+
+    def pick(self) -> concurrent.futures.ThreadPoolExecutor:
+        if len(self._executors) < self._count:  # threads start with their first consumer
+            executor = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix=f"msgclient-listener-{len(self._executors)}"
+            )
+            self._executors.append(executor)
+            return executor
+        return self._executors[next(self._next) % self._count]
+
+    def shutdown(self) -> None:
+        # Without waiting: a listener that closes the client runs on one of these threads.
+        for executor in self._executors:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+class Client(Closing):
+    """Blocking client: ``Client("pulsar://localhost:6650", **options)``.
+
+    ``message_listener_threads`` (default 1) is the number of threads that run the
+    consumers' message listeners; the other options are those of ``msgclient.Client``.
+    """
+
+    def __init__(
+        self, service_url: str, *, message_listener_threads: int = 1, **options: Any
+    ) -> None:
+        self._listener_threads = _ListenerThreads(message_listener_threads)
         self._runner = _LoopThread()
         try:
             # Made on the loop's thread: adapters may take the running loop when they are
@@ -65,9 +173,51 @@ class Client(Closing):
         producer = self._runner.run(self._client.create_producer(topic, **options))
         return Producer(producer, self._runner)
 
-    def subscribe(self, topic: str | list[str], subscription_name: str, **options: Any) -> Consumer:
-        consumer = self._runner.run(self._client.subscribe(topic, subscription_name, **options))
-        return Consumer(consumer, self._runner)
+    def subscribe(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        *,
+        message_listener: MessageListener | None = None,
+        **options: Any,
+    ) -> Consumer:
+        """Subscribe (options as the async ``subscribe``). With ``message_listener``, each
+        message is passed to ``message_listener(consumer, message)`` on a listener thread,
+        one at a time and in order, and ``receive`` is not allowed."""
+        if message_listener is None:
+            consumer = self._runner.run(self._client.subscribe(topic, subscription_name, **options))
+            return Consumer(consumer, self._runner)
+        if not callable(message_listener):
+            raise InvalidConfigurationError(
+                f"option message_listener={message_listener!r} is invalid: expected a callable"
+            )
+        return self._runner.run(
+            self._subscribe_with_listener(
+                topic, subscription_name, message_listener, self._listener_threads.pick(), options
+            )
+        )
+
+    async def _subscribe_with_listener(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        listener: MessageListener,
+        thread: concurrent.futures.ThreadPoolExecutor,
+        options: dict[str, Any],
+    ) -> Consumer:
+        # The async consumer calls on_loop for each message, one at a time; on_loop hands it
+        # to the listener thread and waits for the listener to return.
+        facades: list[Consumer] = []
+
+        async def on_loop(_: async_consumer.Consumer, message: Message) -> None:
+            await asyncio.wrap_future(thread.submit(listener, facades[0], message))
+
+        consumer = await self._client.subscribe(
+            topic, subscription_name, message_listener=on_loop, **options
+        )
+        # Made before this coroutine yields to the loop, so before the first on_loop call.
+        facades.append(Consumer(consumer, self._runner))
+        return facades[0]
 
     def create_reader(
         self, topic: str, start_message_id: MessageId | InitialPosition, **options: Any
@@ -83,6 +233,7 @@ class Client(Closing):
             self._runner.run(self._client.close())
         finally:
             self._runner.stop()
+            self._listener_threads.shutdown()
 
 
 class Producer(Closing):
@@ -104,15 +255,20 @@ class Producer(Closing):
     def last_sequence_id(self) -> int:
         return self._producer.last_sequence_id
 
+    def is_connected(self) -> bool:
+        return self._producer.is_connected()
+
     def send(
-        self, value: bytes | bytearray | memoryview, **message_options: Unpack[MessageOptions]
+        self,
+        value: bytes | bytearray | memoryview | None,
+        **message_options: Unpack[MessageOptions],
     ) -> MessageId:
         """Send and wait for the broker's confirmation (options as the async ``send``)."""
         return self._runner.run(self._producer.send(value, **message_options))
 
     def send_async(
         self,
-        value: bytes | bytearray | memoryview,
+        value: bytes | bytearray | memoryview | None,
         callback: SendCallback | None = None,
         **message_options: Unpack[MessageOptions],
     ) -> concurrent.futures.Future[MessageId]:
@@ -145,6 +301,13 @@ class Consumer(Closing):
         return self._consumer.subscription_name
 
     @property
+    def consumer_name(self) -> str:
+        return self._consumer.consumer_name
+
+    def is_connected(self) -> bool:
+        return self._consumer.is_connected()
+
+    @property
     def stats(self) -> ConsumerStats:
         return self._consumer.stats
 
@@ -174,6 +337,8 @@ class Consumer(Closing):
         self._runner.run(self._consumer.reconsume_later(message, delay_ms, properties))
 
     def pause_message_listener(self) -> None:
+        """Stop delivering to the listener (and asking the broker for more) until
+        ``resume_message_listener``; a message already with the listener finishes."""
         self._runner.loop.call_soon_threadsafe(self._consumer.pause_message_listener)
 
     def resume_message_listener(self) -> None:
@@ -205,6 +370,9 @@ class Reader(Closing):
     @property
     def topic(self) -> str:
         return self._reader.topic
+
+    def is_connected(self) -> bool:
+        return self._reader.is_connected()
 
     def read_next(self, timeout_millis: int | None = None) -> Message:
         return self._runner.run(self._reader.read_next(timeout_millis))

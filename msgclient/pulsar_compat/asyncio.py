@@ -1,0 +1,293 @@
+"""``pulsar.asyncio``'s names on msgclient's async API (``msgclient.Client``):
+``from msgclient.pulsar_compat import asyncio as pulsar_asyncio``.
+
+As in the official module, every failure raises this module's ``PulsarException``, whose
+``error()`` is the ``Result`` code; producer and consumer arguments are those of the
+blocking ``Client`` (checked and mapped by the same code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from msgclient import client as core_client
+from msgclient import consumer as core_consumer
+from msgclient import errors
+from msgclient import options as core
+from msgclient import producer as core_producer
+from msgclient import reader as core_reader
+from msgclient.pulsar_compat import client as blocking_compat
+from msgclient.pulsar_compat.arguments import check_type
+from msgclient.pulsar_compat.enums import (
+    BatchingType,
+    CompressionType,
+    ConsumerCryptoFailureAction,
+    InitialPosition,
+    PartitionsRoutingMode,
+    ProducerAccessMode,
+    RegexSubscriptionMode,
+    Result,
+)
+from msgclient.pulsar_compat.exceptions import result_of
+from msgclient.pulsar_compat.message import Message, PayloadSchema
+from msgclient.pulsar_compat.message_id import MessageId, seek_position
+from msgclient.pulsar_compat.producer import message_options
+from msgclient.pulsar_compat.settings import consumer_options, payload_schema, producer_options
+
+__all__ = [
+    "BatchingType",
+    "Client",
+    "CompressionType",
+    "Consumer",
+    "ConsumerCryptoFailureAction",
+    "InitialPosition",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerAccessMode",
+    "PulsarException",
+    "Reader",
+    "RegexSubscriptionMode",
+]
+
+
+class PulsarException(Exception):
+    """What every call of this module raises: ``error()`` is the ``Result`` code."""
+
+    def __init__(self, result: Result, msg: str | None = None) -> None:
+        super().__init__(result, msg)
+        self._result = result
+        self._msg = msg
+
+    def error(self) -> Result:
+        return self._result
+
+    def __str__(self) -> str:
+        if self._msg:
+            return f"{self._result.value} {self._result.name}: {self._msg}"
+        return f"{self._result.value} {self._result.name}"
+
+
+class _Translated:
+    """Raise msgclient's errors as this module's PulsarException (the cause chained)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: Any
+    ) -> None:
+        if isinstance(error, errors.MsgClientError):
+            raise PulsarException(result_of(error), str(error)) from error
+
+
+_translated = _Translated()
+
+
+class Producer:
+    def __init__(self, producer: core_producer.Producer, schema: PayloadSchema) -> None:
+        self._producer = producer
+        self._schema = schema
+
+    async def send(self, content: Any, **message_arguments: Any) -> MessageId:
+        """Send and wait for the broker to store it (arguments as the blocking ``send``)."""
+        value, options = message_options(self._schema, content, **message_arguments)
+        with _translated:
+            return MessageId.wrap(await self._producer.send(value, **options))
+
+    async def flush(self) -> None:
+        with _translated:
+            await self._producer.flush()
+
+    async def close(self) -> None:
+        with _translated:
+            await self._producer.close()
+
+    def topic(self) -> str:
+        return self._producer.topic
+
+    def producer_name(self) -> str:
+        return self._producer.producer_name
+
+    def last_sequence_id(self) -> int:
+        return self._producer.last_sequence_id
+
+    def is_connected(self) -> bool:
+        return self._producer.is_connected()
+
+
+class Consumer:
+    def __init__(self, consumer: core_consumer.Consumer, schema: PayloadSchema) -> None:
+        self._consumer = consumer
+        self._schema = schema
+
+    async def receive(self) -> Message:
+        with _translated:
+            return Message(await self._consumer.receive(), self._schema)
+
+    async def acknowledge(self, message: Message | MessageId) -> None:
+        with _translated:
+            await self._consumer.acknowledge(_core(message))
+
+    async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        with _translated:
+            await self._consumer.acknowledge_cumulative(_core(message))
+
+    async def negative_acknowledge(self, message: Message | MessageId) -> None:
+        with _translated:
+            self._consumer.negative_acknowledge(_core(message))
+
+    async def unsubscribe(self) -> None:
+        with _translated:
+            await self._consumer.unsubscribe()
+
+    async def seek(self, messageid: MessageId | int) -> None:
+        position = seek_position(messageid)
+        with _translated:
+            await self._consumer.seek(position)
+
+    async def close(self) -> None:
+        with _translated:
+            await self._consumer.close()
+
+    async def get_last_message_id(self) -> MessageId | None:
+        with _translated:
+            last = await self._consumer.get_last_message_id()
+        return None if last is None else MessageId.wrap(last)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        raise PulsarException(
+            Result.OperationNotSupported, "redeliver_unacknowledged_messages is not offered yet"
+        )
+
+    def topic(self) -> str:
+        return self._consumer.topic
+
+    def subscription_name(self) -> str:
+        return self._consumer.subscription_name
+
+    def consumer_name(self) -> str:
+        return self._consumer.consumer_name
+
+
+class Reader:
+    def __init__(self, reader: core_reader.Reader, schema: PayloadSchema) -> None:
+        self._reader = reader
+        self._schema = schema
+
+    async def read_next(self) -> Message:
+        with _translated:
+            return Message(await self._reader.read_next(), self._schema)
+
+    async def has_message_available(self) -> bool:
+        with _translated:
+            return await self._reader.has_message_available()
+
+    async def seek(self, messageid: MessageId | int) -> None:
+        position = seek_position(messageid)
+        with _translated:
+            await self._reader.seek(position)
+
+    async def close(self) -> None:
+        with _translated:
+            await self._reader.close()
+
+    def topic(self) -> str:
+        return self._reader.topic
+
+    def is_connected(self) -> bool:
+        return self._reader.is_connected()
+
+
+class Client:
+    """``Client(service_url, **kwargs)`` with the blocking ``Client``'s keywords; make it
+    inside a running event loop."""
+
+    def __init__(self, service_url: str, **kwargs: Any) -> None:
+        check_type(str, service_url, "service_url")
+        with _translated:
+            self._client = core_client.Client(service_url, **_client_options(kwargs))
+
+    async def create_producer(self, topic: str, *args: Any, **kwargs: Any) -> Producer:
+        """Arguments as the blocking ``Client.create_producer``."""
+        check_type(str, topic, "topic")
+        options, schema = producer_options(*args, **kwargs)
+        with _translated:
+            return Producer(await self._client.create_producer(topic, **options), schema)
+
+    async def subscribe(
+        self, topic: str | list[str], subscription_name: str, *args: Any, **kwargs: Any
+    ) -> Consumer:
+        """Arguments as the blocking ``Client.subscribe`` (no ``message_listener``)."""
+        check_type(str, subscription_name, "subscription_name")
+        if not isinstance(topic, str | list):
+            raise ValueError("Argument 'topic' is expected to be of type 'str' or 'list'")
+        options, schema = consumer_options(*args, **kwargs)
+        with _translated:
+            consumer = await self._client.subscribe(topic, subscription_name, **options)
+        return Consumer(consumer, schema)
+
+    async def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId,
+        schema: PayloadSchema | None = None,
+        receiver_queue_size: int = 1000,
+        reader_name: str | None = None,
+        start_message_id_inclusive: bool = False,
+    ) -> Reader:
+        check_type(MessageId, start_message_id, "start_message_id")
+        start: core.InitialPosition | Any
+        if start_message_id == MessageId.earliest:
+            start = core.InitialPosition.Earliest
+        elif start_message_id == MessageId.latest:
+            start = core.InitialPosition.Latest
+        else:
+            start = start_message_id.msgclient_id
+        with _translated:
+            reader = await self._client.create_reader(
+                topic,
+                start,
+                reader_name=reader_name,
+                receiver_queue_size=receiver_queue_size,
+                start_message_id_inclusive=start_message_id_inclusive,
+            )
+        return Reader(reader, payload_schema(schema))
+
+    async def get_topic_partitions(self, topic: str) -> list[str]:
+        check_type(str, topic, "topic")
+        with _translated:
+            return await self._client.get_topic_partitions(topic)
+
+    def shutdown(self) -> None:
+        """Close in the background (the official call does not wait either)."""
+        self._closing = asyncio.ensure_future(self.close())
+
+    async def close(self) -> None:
+        with _translated:
+            await self._client.close()
+
+
+def _client_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """msgclient's options for the official client keywords (unknown ones are refused;
+    those with no meaning here have no effect, as on the blocking ``Client``)."""
+    inspect.signature(blocking_compat.Client).bind("pulsar://", **kwargs)  # names checked
+    kept = {
+        "operation_timeout_seconds",
+        "connection_timeout_ms",
+        "tls_trust_certs_file_path",
+        "tls_allow_insecure_connection",
+        "tls_validate_hostname",
+    }
+    options = {k: v for k, v in kwargs.items() if k in kept}
+    authentication = kwargs.get("authentication")
+    if authentication is not None:
+        options["authentication"] = authentication.auth
+    return options
+
+
+def _core(message: Message | MessageId) -> Any:
+    if isinstance(message, Message):
+        return message.msgclient_message
+    return message.msgclient_id
