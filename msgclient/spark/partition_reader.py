@@ -24,7 +24,8 @@ import pyarrow as pa
 import msgclient
 from msgclient.errors import MsgClientError, ReceiveTimeoutError
 from msgclient.message import Message
-from msgclient.options import BatchReceivePolicy, ConsumerType, SubscriptionMode
+from msgclient.message_batch import MessageBatch
+from msgclient.options import ConsumerType, SubscriptionMode
 from msgclient.spark.errors import report_data_loss
 from msgclient.spark.metadata import PROBE_MS, first_after
 from msgclient.spark.options import SourceOptions
@@ -39,8 +40,6 @@ from msgclient.spark.positions import (
 from msgclient.spark.schema import BatchBuilder
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.pulsarwire.message_id import PulsarMessageId
-
-BATCH_WAIT_MS = 20  # Pulsar: how long batch_receive waits for more when the queue is dry
 
 
 def read_range(options: SourceOptions, part: PartitionRange) -> Iterator[pa.RecordBatch]:
@@ -106,10 +105,6 @@ class RangeReader:
             start_message_id=start if isinstance(start, msgclient.MessageId) else None,
             start_message_id_inclusive=inclusive,
             receiver_queue_size=options.receiver_queue_size,
-            # What is queued, in one call: cheaper per message than a receive() each.
-            batch_receive_policy=BatchReceivePolicy(
-                max_num_messages=options.batch_rows, max_num_bytes=-1, timeout_ms=BATCH_WAIT_MS
-            ),
         )
 
     async def close(self) -> None:
@@ -124,8 +119,7 @@ class RangeReader:
         if self._options.protocol is Protocol.KAFKA:
             messages, offsets = await self._take_kafka()
             return self._builder.build(messages, offsets)
-        messages, ids = await self._take_pulsar()
-        return self._builder.build(messages, ids)
+        return await self._take_pulsar()
 
     async def _take_kafka(self) -> tuple[list[Message], list[int]]:
         """Up to ``batchRows`` messages of the range, and their offsets."""
@@ -164,41 +158,46 @@ class RangeReader:
             self._next_offset = next_offset
         return taken, offsets
 
-    async def _take_pulsar(self) -> tuple[list[Message], list[bytes]]:
-        """About ``batchRows`` messages of the range, and their serialized ids."""
+    async def _take_pulsar(self) -> pa.RecordBatch:
+        """About ``batchRows`` messages of the range, read as columns (receive_many: no
+        Message object per message), with their serialized ids."""
         end = self._part.end
         assert self._consumer is not None and isinstance(end, PulsarPosition)
-        receive, timeout = self._consumer.batch_receive, self._options.poll_timeout_ms / 1000
+        receive_many, timeout = self._consumer.receive_many, self._options.poll_timeout_ms
         end_key, end_entry, whole = end.key(), (end.ledger, end.entry), end.batch < 0
         rows = self._options.batch_rows
-        taken: list[Message] = []
+        runs: list[tuple[MessageBatch, int, int]] = []  # the parts of the batches in range
         ids: list[bytes] = []
         id_bytes = self._id_bytes
         read_key = self._read_key
-        clock = asyncio.get_running_loop().time
-        quiet_since = clock()
         try:
-            while len(taken) < rows and not self.done:
-                messages = await receive()
-                if not messages:
-                    if clock() - quiet_since >= timeout:
-                        self._missing(f"the message after {read_key}")
-                    continue
-                quiet_since = clock()
-                for message in messages:
-                    message_id = message.message_id()
+            while len(ids) < rows and not self.done:
+                try:
+                    batch = await receive_many(rows - len(ids), timeout)
+                except ReceiveTimeoutError:
+                    self._missing(f"the message after {read_key}")
+                    break
+                # Usually all of a batch is in the range: one run. The rest of a start entry
+                # (or a second copy of a message) is skipped, what follows the end is not
+                # taken.
+                start = last = -1  # the run being read: positions start..last
+                for position, message_id in enumerate(batch.message_ids()):
                     assert type(message_id) is PulsarMessageId
                     index = message_id.batch_index
                     entry = (message_id.ledger_id, message_id.entry_id)
                     key = (*entry, index if index >= 0 else WHOLE)
                     if key <= read_key:
-                        continue  # the rest of a start entry, or a second copy
+                        continue
                     if key > end_key:
                         self.done = True
                         break
-                    taken.append(message)
                     ids.append(id_bytes(message_id))
                     read_key = key
+                    if start < 0 or position != last + 1:  # a new run (the first, or after a skip)
+                        if start >= 0:
+                            runs.append((batch, start, last + 1))
+                        start = position
+                    last = position
                     # The end names a whole entry (an unbatched message, or a batch): done
                     # at its last message.
                     if key == end_key or (
@@ -206,11 +205,19 @@ class RangeReader:
                     ):
                         self.done = True
                         break
+                if start >= 0:
+                    runs.append((batch, start, last + 1))
         finally:
             # No acks: on pulsar-lite a cumulative ack on this subscription had the broker
             # dispatch the backlog again (2.6x the messages, measured).
             self._read_key = read_key
-        return taken, ids
+        return self._builder.build_columns(
+            [k for b, i, j in runs for k in b.key_bytes()[i:j]],
+            [v for b, i, j in runs for v in b.values()[i:j]],
+            [t for b, i, j in runs for t in b.publish_timestamps()[i:j]],
+            ids,
+            [p for b, i, j in runs for p in b.properties()[i:j]] if self._builder.headers else [],
+        )
 
     def _missing(self, position: str) -> None:
         """Nothing came within pollTimeoutMs though the range goes on: the messages are

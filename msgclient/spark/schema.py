@@ -9,6 +9,8 @@ headers, and ``timestamp`` is the publish time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pyarrow as pa
 
 from msgclient.message import Message
@@ -68,11 +70,28 @@ class BatchBuilder:
 
     def build(self, messages: list[Message], ids: list[int] | list[bytes]) -> pa.RecordBatch:
         """``ids``: Kafka offsets, or serialized Pulsar message ids."""
-        rows = len(messages)
-        timestamps = pa.array([m.publish_timestamp() for m in messages], pa.int64())
+        return self.build_columns(
+            [m.key_bytes() for m in messages],
+            [m.data() for m in messages],
+            [m.publish_timestamp() for m in messages],
+            ids,
+            [m.properties() for m in messages] if self.headers else [],
+        )
+
+    def build_columns(
+        self,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        publish_timestamps: Sequence[int],
+        ids: list[int] | list[bytes],
+        properties: Sequence[Mapping[str, str] | None],
+    ) -> pa.RecordBatch:
+        """A batch from columns (``properties`` only read with headers on)."""
+        rows = len(values)
+        timestamps = pa.array(publish_timestamps, pa.int64())
         arrays = [
-            pa.array([m.key_bytes() for m in messages], pa.binary()),
-            pa.array([m.data() for m in messages], pa.binary()),
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
             pa.repeat(self._topic, rows),
             pa.repeat(self._partition, rows),
             pa.array(ids, pa.int64())
@@ -84,12 +103,11 @@ class BatchBuilder:
         if self.protocol is Protocol.PULSAR:
             arrays.append(pa.array(ids, pa.binary()))
         if self.headers:
-            headers = [headers_of(m.properties()) for m in messages]
-            arrays.append(pa.array(headers, pa.list_(HEADER)))
+            arrays.append(pa.array([headers_of(p) for p in properties], pa.list_(HEADER)))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-def headers_of(properties: dict[str, str]) -> list[Header] | None:
+def headers_of(properties: Mapping[str, str] | None) -> list[Header] | None:
     """Kafka headers (kept as text by msgclient, undecodable bytes as surrogates) or Pulsar
     properties, as Spark's header structs; None where there are none, as Spark's source."""
     if not properties:
