@@ -36,6 +36,7 @@ from msgclient.options import (
 )
 from msgclient.producer import Producer
 from msgclient.reader import Reader
+from msgclient.schema_info import SchemaInfo
 from msgclient.url import parse_service_url
 
 
@@ -205,6 +206,7 @@ class Client(AsyncClosing):
         receiver_queue_size: int = 1000,
         start_message_id_inclusive: bool = False,
         partition: int | None = None,
+        schema: SchemaInfo | None = None,
     ) -> Reader:
         """Read ``topic`` from ``start_message_id`` (a MessageId, or InitialPosition.Earliest
         / Latest) with a non-durable subscription of its own.
@@ -212,7 +214,7 @@ class Client(AsyncClosing):
         ``partition`` (an index into ``get_topic_partitions``) reads that partition alone.
         Where a message id names its partition (Kafka), the reader reads that partition
         alone too; on Pulsar a partitioned topic's reader otherwise starts at Earliest or
-        Latest."""
+        Latest. ``schema`` is told to the broker in SUBSCRIBE, as a consumer's."""
         only_partition = partition
         if partition is not None:
             count = len(await self.get_topic_partitions(topic))
@@ -242,6 +244,7 @@ class Client(AsyncClosing):
             else InitialPosition.Latest,
             "start_message_id": start_message_id if at_id else None,
             "start_message_id_inclusive": start_message_id_inclusive,
+            "schema": schema,
         }
         subscription = f"reader-{uuid.uuid4().hex[:10]}"
         consumer = await self._subscribe(topic, subscription, options, only_partition)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from msgclient.closing import AsyncClosing
+from msgclient.core.message_listener import MessageListenerRunner
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.receive_queue import ReceiveQueue
 from msgclient.errors import (
@@ -68,10 +69,30 @@ class Consumer(AsyncClosing):
         self._on_closed = on_closed
         self._zero_queue = options.receiver_queue_size == 0
         self._closed = False
+        self._listener: MessageListenerRunner[Message] | None = None
+        if options.message_listener is not None:
+            self._listener = MessageListenerRunner(
+                options.message_listener,
+                self,
+                queue,
+                self._delivered,
+                partitions[0].window.request_one if self._zero_queue else None,
+            )
+            self._listener.start()
 
     @property
     def topic(self) -> str:
         return self.topics[0]
+
+    @property
+    def consumer_name(self) -> str:
+        """The name sent in SUBSCRIBE (10 random hex characters unless one was given, as
+        the official client), the same on every partition."""
+        return self._options.consumer_name
+
+    def is_connected(self) -> bool:
+        """Whether every partition's subscription is registered on an open connection."""
+        return not self._closed and all(p.is_connected for p in self._partitions)
 
     @property
     def stats(self) -> ConsumerStats:
@@ -98,6 +119,8 @@ class Consumer(AsyncClosing):
         """The next message; ReceiveTimeoutError if none arrives within the timeout."""
         if self._closed:
             raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
+        if self._listener is not None:
+            self._check_no_listener("receive")
         if timeout_millis is not None and (type(timeout_millis) is not int or timeout_millis < 0):
             check_timeout("timeout_millis", timeout_millis)  # raises, naming the problem
         message = self._queue.get_nowait()
@@ -116,6 +139,17 @@ class Consumer(AsyncClosing):
             self._by_topic[message.topic_name()].delivered(message)
         return message
 
+    def _delivered(self, message: Message) -> None:
+        if self._track_delivery:
+            self._by_topic[message.topic_name()].delivered(message)
+
+    def _check_no_listener(self, call: str) -> None:
+        if self._listener is not None:
+            raise InvalidConfigurationError(
+                f"{call}() is not allowed on a consumer with a message_listener: its messages "
+                "go to the listener (as in the official client)"
+            )
+
     def __aiter__(self) -> Consumer:
         return self
 
@@ -125,6 +159,7 @@ class Consumer(AsyncClosing):
     async def batch_receive(self) -> list[Message]:
         """Messages as ``batch_receive_policy`` says: up to its message and byte limits,
         waiting at most its timeout for the first and any further ones."""
+        self._check_no_listener("batch_receive")
         policy = self._options.batch_receive_policy
         max_messages = policy.max_num_messages if policy.max_num_messages > 0 else None
         max_bytes = policy.max_num_bytes if policy.max_num_bytes > 0 else None
@@ -171,6 +206,7 @@ class Consumer(AsyncClosing):
         the first message (ReceiveTimeoutError), never for more."""
         if self._closed:
             raise AlreadyClosedError(f"consumer of {self.subscription_name} is closed")
+        self._check_no_listener("receive_many")
         if max_messages is not None:
             check_non_negative("max_messages", max_messages)
         if timeout_millis is not None:
@@ -280,13 +316,18 @@ class Consumer(AsyncClosing):
         return {p.topic: i for p, i in zip(self._partitions, ids, strict=True)}
 
     def pause_message_listener(self) -> None:
-        """Stop asking the broker for more messages (those in flight still arrive)."""
+        """Stop asking the broker for more messages (those in flight still arrive and are
+        queued); with a ``message_listener``, also stop calling it until resumed."""
         for partition in self._partitions:
             partition.pause()
+        if self._listener is not None:
+            self._listener.pause()
 
     def resume_message_listener(self) -> None:
         for partition in self._partitions:
             partition.resume()
+        if self._listener is not None:
+            self._listener.resume()
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on the broker and close this consumer. If the broker
@@ -300,6 +341,8 @@ class Consumer(AsyncClosing):
             return
         self._closed = True
         self._queue.close(AlreadyClosedError(f"consumer of {self.subscription_name} is closed"))
+        if self._listener is not None:
+            await self._listener.close()
         try:
             await asyncio.gather(*(p.close() for p in self._partitions))
         finally:

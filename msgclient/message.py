@@ -123,6 +123,7 @@ class Message:
         "_properties",
         "_publish_timestamp",
         "_redelivery_count",
+        "_schema_version",
         "_sequence_id",
         "_topic",
         "_value",
@@ -142,6 +143,7 @@ class Message:
         producer_name: str = "",
         sequence_id: int = -1,
         null_value: bool = False,
+        schema_version: bytes | None = None,
     ) -> None:
         self._value = value
         self._message_id = message_id
@@ -155,6 +157,7 @@ class Message:
         self._producer_name = producer_name
         self._sequence_id = sequence_id
         self._null_value = null_value
+        self._schema_version = schema_version
 
     def data(self) -> bytes:
         """The payload; empty for a null value (as the official client's ``data()``)."""
@@ -168,6 +171,11 @@ class Message:
         """Whether the producer sent None (a tombstone: on a compacted topic it deletes the
         key's value)."""
         return self._null_value
+
+    def schema_version(self) -> bytes | None:
+        """The version of the producer's schema the broker gave (MessageMetadata's
+        schema_version); None when the message carries none."""
+        return self._schema_version
 
     def message_id(self) -> MessageId:
         return self._message_id

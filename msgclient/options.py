@@ -7,6 +7,8 @@ value raises InvalidConfigurationError naming the option and what it accepts.
 from __future__ import annotations
 
 import enum
+import itertools
+import secrets
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -14,9 +16,11 @@ import attrs
 
 from msgclient.auth import Authentication
 from msgclient.core.compression import CompressionType
+from msgclient.core.message_listener import MessageListener
 from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
+from msgclient.schema_info import SchemaInfo
 
 if TYPE_CHECKING:
     from msgclient.message import OutgoingMessage
@@ -48,6 +52,21 @@ class BatchingType(enum.Enum):
 
     Default = 0
     KeyBased = 1
+
+
+class ProducerAccessMode(enum.Enum):
+    """Who may produce on a topic (PulsarApi.proto's numbers, the official names).
+
+    Shared: any number of producers. Exclusive: fail (ProducerBusyError) if another producer
+    is connected. WaitForExclusive: creation waits until the others are gone.
+    ExclusiveWithFencing: take the topic, fencing the current producer off (its next
+    reconnect fails with ProducerFencedError).
+    """
+
+    Shared = 0
+    Exclusive = 1
+    WaitForExclusive = 2
+    ExclusiveWithFencing = 3
 
 
 MessageRouter = Callable[["OutgoingMessage", int], int]
@@ -119,6 +138,22 @@ def _optional_authentication(_: Any, attribute: attrs.Attribute[Any], value: Any
 
 def _optional_str(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     _check(value is None or isinstance(value, str), attribute.name, value, "a string or None")
+
+
+def _optional_callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    _check(value is None or callable(value), attribute.name, value, "a callable or None")
+
+
+def _optional_instance(kind: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        expected = f"a {kind.__name__} or None"
+        _check(value is None or isinstance(value, kind), attribute.name, value, expected)
+
+    return validate
+
+
+def _name_or_random(value: str | None) -> str:
+    return secrets.token_hex(5) if value is None else value
 
 
 def check_properties(name: str, value: Mapping[str, str] | None) -> None:
@@ -259,10 +294,6 @@ def _properties(_: Any, attribute: attrs.Attribute[Any], value: Mapping[str, str
     check_properties(attribute.name, value)
 
 
-def _router(_: Any, attribute: attrs.Attribute[Any], value: MessageRouter | None) -> None:
-    _check(value is None or callable(value), attribute.name, value, "a callable or None")
-
-
 @attrs.frozen(kw_only=True)
 class ProducerOptions:
     """Options of ``client.create_producer(topic, **options)``.
@@ -298,11 +329,18 @@ class ProducerOptions:
     hashing_scheme: HashingScheme = attrs.field(
         default=HashingScheme.JavaStringHash, validator=_member_of(HashingScheme)
     )
-    message_router: MessageRouter | None = attrs.field(default=None, validator=_router)
+    message_router: MessageRouter | None = attrs.field(default=None, validator=_optional_callable)
     properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
     # Create this subscription with the topic, so that nothing sent is lost before a
     # consumer subscribes (dead-letter producers use it).
     initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
+    # -- Pulsar only (the Kafka adapter ignores these) --
+    access_mode: ProducerAccessMode = attrs.field(
+        default=ProducerAccessMode.Shared, validator=_member_of(ProducerAccessMode)
+    )
+    # The payloads' schema, told to the broker in PRODUCER (None: raw bytes, as the
+    # official client's BytesSchema). Payloads are encoded above the core (msgclient.schema).
+    schema: SchemaInfo | None = attrs.field(default=None, validator=_optional_instance(SchemaInfo))
     # -- Kafka only (the Pulsar adapter ignores these) --
     # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
     acks: int = attrs.field(default=-1, validator=_one_of(0, 1, -1))
@@ -353,6 +391,81 @@ class SubscriptionMode(enum.Enum):
     NonDurable = 1
 
 
+class KeySharedMode(enum.Enum):
+    """How a Key_Shared subscription splits the key hash range (0..65535) among consumers.
+
+    AutoSplit: the broker splits it among the consumers as they come and go. Sticky: each
+    consumer names its own ranges (``KeySharedPolicy.sticky_ranges``).
+    """
+
+    AutoSplit = 0
+    Sticky = 1
+
+
+HASH_RANGE_SIZE = 65536  # Key_Shared hashes keys into 0..65535
+
+
+def _sticky_ranges(value: object) -> tuple[tuple[int, int], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(r, list | tuple)
+        and len(r) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in r)
+        for r in value
+    ):
+        raise InvalidConfigurationError(
+            f"sticky_ranges={value!r} is invalid: expected a list of (start, end) integer pairs"
+        )
+    return tuple((start, end) for start, end in value)
+
+
+def _check_sticky_ranges(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    _check(bool(value), attribute.name, list(value), "at least one (start, end) range")
+    for start, end in value:
+        _check(
+            0 <= start <= end < HASH_RANGE_SIZE,
+            attribute.name,
+            list(value),
+            f"ranges with 0 <= start <= end <= {HASH_RANGE_SIZE - 1} (not ({start}, {end}))",
+        )
+    ordered = sorted(value)
+    for (_, end), (start, _) in itertools.pairwise(ordered):
+        _check(
+            start > end,
+            attribute.name,
+            list(value),
+            f"ranges that do not overlap (both ends are inclusive: {end} and {start} overlap)",
+        )
+
+
+@attrs.frozen
+class KeySharedPolicy:
+    """How a Key_Shared consumer takes keys: the official client's ConsumerKeySharedPolicy
+    (same positional order and checks). ``sticky_ranges`` are inclusive (start, end) hash
+    ranges in 0..65535, required with ``KeySharedMode.Sticky``; AutoSplit does not send
+    them, as the official client. ``allow_out_of_order_delivery`` lets the broker deliver a
+    key to a new consumer before the old one acknowledged its earlier messages."""
+
+    key_shared_mode: KeySharedMode = attrs.field(
+        default=KeySharedMode.AutoSplit, validator=_member_of(KeySharedMode)
+    )
+    allow_out_of_order_delivery: bool = attrs.field(default=False, validator=_is_bool)
+    sticky_ranges: tuple[tuple[int, int], ...] | None = attrs.field(
+        default=None, converter=_sticky_ranges, validator=_check_sticky_ranges
+    )
+
+    def __attrs_post_init__(self) -> None:
+        _check(
+            self.key_shared_mode is not KeySharedMode.Sticky or self.sticky_ranges is not None,
+            "sticky_ranges",
+            None,
+            "ranges when key_shared_mode is KeySharedMode.Sticky",
+        )
+
+
 def _optional_topic(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
     _check(
         value is None or (isinstance(value, str) and bool(value)), attribute.name, value, "a topic"
@@ -390,14 +503,6 @@ class BatchReceivePolicy:
         )
 
 
-def _optional_instance(kind: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        expected = f"a {kind.__name__} or None"
-        _check(value is None or isinstance(value, kind), attribute.name, value, expected)
-
-    return validate
-
-
 def _ack_timeout(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
     _check(
         isinstance(value, int) and not isinstance(value, bool) and (value == 0 or value >= 1000),
@@ -423,7 +528,11 @@ class ConsumerOptions:
     consumer_type: ConsumerType = attrs.field(
         default=ConsumerType.Exclusive, validator=_member_of(ConsumerType)
     )
-    consumer_name: str | None = attrs.field(default=None, validator=_optional_str)
+    # None: ten random hex characters, as the official client (one name for every partition:
+    # Failover orders consumers by name).
+    consumer_name: str = attrs.field(
+        default=None, converter=_name_or_random, validator=_non_empty_str
+    )
     receiver_queue_size: int = attrs.field(default=1000, validator=_int_at_least(0))
     max_total_receiver_queue_size_across_partitions: int = attrs.field(
         default=50_000, validator=_int_at_least(1)
@@ -461,6 +570,17 @@ class ConsumerOptions:
         default=None, validator=_optional_instance(MessageId)
     )
     start_message_id_inclusive: bool = attrs.field(default=False, validator=_is_bool)
+    # The payloads' schema, told to the broker in SUBSCRIBE (None: raw bytes).
+    schema: SchemaInfo | None = attrs.field(default=None, validator=_optional_instance(SchemaInfo))
+    # Key_Shared only: AutoSplit (the default) or Sticky hash ranges.
+    key_shared_policy: KeySharedPolicy | None = attrs.field(
+        default=None, validator=_optional_instance(KeySharedPolicy)
+    )
+    # listener(consumer, message), a function or a coroutine function, called on the event
+    # loop for every message instead of receive() (msgclient/core/message_listener.py).
+    message_listener: MessageListener | None = attrs.field(
+        default=None, validator=_optional_callable
+    )
     # -- Kafka only (the Pulsar adapter ignores these) --
     session_timeout_ms: int = attrs.field(default=45_000, validator=_int_at_least(1))
     heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_int_at_least(1))
@@ -477,3 +597,11 @@ class ConsumerOptions:
     rebalance_listener: RebalanceListener | None = attrs.field(
         default=None, validator=_optional_listener
     )
+
+    def __attrs_post_init__(self) -> None:
+        _check(
+            self.key_shared_policy is None or self.consumer_type is ConsumerType.KeyShared,
+            "key_shared_policy",
+            self.key_shared_policy,
+            "None unless consumer_type is ConsumerType.KeyShared",
+        )

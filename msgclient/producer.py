@@ -76,6 +76,10 @@ class Producer(AsyncClosing):
         """The highest sequence id the broker confirmed (-1 before the first)."""
         return max(p.last_sequence_id_published for p in self._partitions)
 
+    def is_connected(self) -> bool:
+        """Whether every partition's producer is registered on an open connection."""
+        return not self._closing and all(p.is_connected for p in self._partitions)
+
     @property
     def pending_count(self) -> int:
         """Messages accepted and not yet confirmed or failed."""

@@ -29,6 +29,11 @@ class Reader(AsyncClosing):
     def topic(self) -> str:
         return self._consumer.topic
 
+    def is_connected(self) -> bool:
+        """Whether the reader's subscription is registered on an open connection (on every
+        partition)."""
+        return self._consumer.is_connected()
+
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message; ReceiveTimeoutError if none arrives within the timeout.
 

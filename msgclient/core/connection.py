@@ -227,6 +227,14 @@ class Connection(asyncio.Protocol, Generic[S]):
         future.set_result(result)
         return True
 
+    def hold(self, request_id: int) -> None:
+        """The broker said it holds this request (a producer waiting for exclusive access):
+        it waits for the answer from now on with no operation timeout (as the Java client)."""
+        future = self._requests.get(request_id)
+        if future is not None and request_id not in self._untimed:
+            self._untimed.add(request_id)
+            future.add_done_callback(lambda _: self._untimed.discard(request_id))
+
     def reject(self, request_id: int, error: BaseException) -> bool:
         future = self._requests.pop(request_id, None)
         if future is None or future.done():
@@ -257,6 +265,8 @@ class Connection(asyncio.Protocol, Generic[S]):
         now = self._loop.time()
         while self._deadlines and self._deadlines[0][0] <= now:
             _, request_id = self._deadlines.popleft()
+            if request_id in self._untimed:
+                continue  # held by the broker since it was sent
             self.reject(
                 request_id,
                 OperationTimeoutError(

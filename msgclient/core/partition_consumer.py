@@ -81,6 +81,11 @@ class PartitionConsumer(ConsumerEvents):
         self.is_active: bool | None = None  # Failover: known once the broker says
         self.reached_end_of_topic = False
 
+    @property
+    def is_connected(self) -> bool:
+        """Subscribed on an open connection (False while reconnecting and once closed)."""
+        return self._connected
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self, timeout: float) -> None:

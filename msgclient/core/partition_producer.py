@@ -77,7 +77,7 @@ class PartitionProducer(ProducerEvents):
                 self._loop.time,
             )
         self._batch_delay = options.batching_max_publish_delay_ms / 1000
-        self._batch_timer: asyncio.TimerHandle | None = None
+        self._batch_timer: asyncio.Handle | None = None
         self._last_batch_close = self._loop.time()
         self._pending = PendingQueue(
             options.send_timeout_millis / 1000, self._oldest_batched, self._on_send_timeout
@@ -87,6 +87,11 @@ class PartitionProducer(ProducerEvents):
         self.last_sequence_id_published = -1
         self._registered_once = False
         self._reconnect_task: asyncio.Task[None] | None = None
+
+    @property
+    def is_connected(self) -> bool:
+        """Registered on an open connection (False while reconnecting and once closed)."""
+        return self._connected
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -189,16 +194,23 @@ class PartitionProducer(ProducerEvents):
         if status == ADDED_FULL:
             self._close_batch()
         elif self._batch_timer is None:
-            self._batch_timer = self._loop.call_at(self._next_batch_close(), self._close_batch)
+            self._schedule_batch_close()
 
-    def _next_batch_close(self) -> float:
-        """Batches close on a grid of the publish delay, counted from the last close: the
-        Java client's periodic batch timer, without waking an idle producer. A message
-        then waits half the delay on average, not all of it."""
-        now = self._loop.time()
-        if self._batch_delay <= 0:
-            return now
-        return now + self._batch_delay - (now - self._last_batch_close) % self._batch_delay
+    def _schedule_batch_close(self) -> None:
+        """A batch closes one publish delay after the previous one (as the Java client's
+        periodic batch timer: a message waits half the delay on average, not all of it),
+        and at the end of that loop turn, so that the messages published in the same turn
+        join it instead of waiting a whole delay in the next batch. A producer idle for a
+        delay or more sends at the end of this turn: nothing is gained by waiting."""
+        close_at = self._last_batch_close + self._batch_delay
+        if close_at <= self._loop.time():
+            self._batch_timer = self._loop.call_soon(self._close_batch)
+        else:
+            self._batch_timer = self._loop.call_at(close_at, self._close_at_end_of_turn)
+
+    def _close_at_end_of_turn(self) -> None:
+        # The callbacks that became due with this timer are queued already: they run first.
+        self._batch_timer = self._loop.call_soon(self._close_batch)
 
     def _close_batch(self) -> None:
         if self._batch_timer is not None:

@@ -49,6 +49,7 @@ class BatchEntry(MessageBlock):
         "_producer_name",
         "_publish_time",
         "_redelivery_count",
+        "_schema_version",
         "_sequence_ids",
         "_topic",
         "_values",
@@ -69,6 +70,7 @@ class BatchEntry(MessageBlock):
         publish_time: int,
         producer_name: str,
         redelivery_count: int,
+        schema_version: bytes | None = None,
     ) -> None:
         super().__init__(len(values))
         self._topic = topic
@@ -84,6 +86,7 @@ class BatchEntry(MessageBlock):
         self._publish_time = publish_time
         self._producer_name = producer_name
         self._redelivery_count = redelivery_count
+        self._schema_version = schema_version  # the entry's, shared by its messages
 
     def _id(self, position: int) -> PulsarMessageId:
         index = position if self._indexes is None else self._indexes[position]
@@ -106,6 +109,7 @@ class BatchEntry(MessageBlock):
                 self._redelivery_count,
                 self._producer_name,
                 self._sequence_ids[index],
+                schema_version=self._schema_version,
             )
         return Message(
             self._values[index],
@@ -120,6 +124,7 @@ class BatchEntry(MessageBlock):
             self._producer_name,
             self._sequence_ids[index],
             details.null_value,
+            self._schema_version,
         )
 
     def values(self, start: int, end: int) -> list[bytes | None]:

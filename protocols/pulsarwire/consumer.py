@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -21,7 +20,14 @@ from msgclient.errors import (
     ProtocolError,
 )
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerOptions, ConsumerType, InitialPosition, SubscriptionMode
+from msgclient.options import (
+    ConsumerOptions,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+    KeySharedPolicy,
+    SubscriptionMode,
+)
 from protocols.pulsarwire.acks import (
     INDIVIDUAL,
     BatchAckers,
@@ -38,6 +44,7 @@ from protocols.pulsarwire.framing import (
 from protocols.pulsarwire.message_id import EARLIEST, UINT64_MASK, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
+from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.session import PulsarConnection
 
 if TYPE_CHECKING:
@@ -56,6 +63,10 @@ SUB_TYPES = {
 INITIAL_POSITIONS = {
     InitialPosition.Latest: pb.CommandSubscribe.Latest,
     InitialPosition.Earliest: pb.CommandSubscribe.Earliest,
+}
+KEY_SHARED_MODES = {
+    KeySharedMode.AutoSplit: pb.AUTO_SPLIT,
+    KeySharedMode.Sticky: pb.STICKY,
 }
 # Only these redeliver single messages; the others redeliver everything unacked, in order.
 REDELIVER_BY_ID = frozenset({ConsumerType.Shared, ConsumerType.KeyShared})
@@ -88,8 +99,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._options = options
         self._events = events
         self.consumer_id = backend.new_consumer_id()
-        # The Java client names unnamed consumers at random: Failover orders them by name.
-        self.consumer_name = options.consumer_name or secrets.token_hex(3)[:5]
+        self.consumer_name = options.consumer_name  # random unless given (ConsumerOptions)
         self._durable = options.subscription_mode is SubscriptionMode.Durable
         self._connection: PulsarConnection | None = None
         self._ackers = BatchAckers()
@@ -309,6 +319,11 @@ class PulsarConsumerTransport(ConsumerTransport):
             replicate_subscription_state=options.replicate_subscription_state_enabled,
             force_topic_creation=True,
         )
+        schema = schema_command(options.schema)
+        if schema is not None:
+            subscribe.schema.CopyFrom(schema)
+        if options.consumer_type is ConsumerType.KeyShared:
+            subscribe.keySharedMeta.CopyFrom(_key_shared_meta(options.key_shared_policy))
         if options.properties:
             subscribe.metadata.extend(
                 pb.KeyValue(key=k, value=v) for k, v in options.properties.items()
@@ -382,6 +397,19 @@ def skip_before_start(
         if index > start.batch_index or (inclusive and index == start.batch_index):
             kept.append(message)
     return kept
+
+
+def _key_shared_meta(policy: KeySharedPolicy | None) -> pb.KeySharedMeta:
+    """As the official client: every Key_Shared SUBSCRIBE says its mode (AutoSplit by
+    default), and only Sticky sends its hash ranges."""
+    policy = policy or KeySharedPolicy()
+    meta = pb.KeySharedMeta(
+        keySharedMode=KEY_SHARED_MODES[policy.key_shared_mode],
+        allowOutOfOrderDelivery=policy.allow_out_of_order_delivery,
+    )
+    if policy.key_shared_mode is KeySharedMode.Sticky and policy.sticky_ranges:
+        meta.hashRanges.extend(pb.IntRange(start=s, end=e) for s, e in policy.sticky_ranges)
+    return meta
 
 
 async def _all_confirmed(receipts: list[asyncio.Future[object]]) -> None:

@@ -15,6 +15,7 @@ from msgclient.options import ProducerOptions
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.send_codec import SendEncoder
 from protocols.pulsarwire.session import PulsarConnection, PulsarSession, SendFrame, broker_error
 
@@ -50,6 +51,9 @@ class PulsarProducerTransport(ProducerTransport):
         self._encoder = SendEncoder(self.producer_id, options.compression_type, codec)
         self._connection: PulsarConnection | None = None
         self._epoch = 0
+        # The topic's epoch the broker gave an exclusive producer: sent again on reconnect,
+        # so that a producer fenced off meanwhile is refused (ProducerFenced).
+        self._topic_epoch: int | None = None
         self._max_message_size = DEFAULT_MAX_MESSAGE_SIZE
 
     async def connect(self) -> ProducerRegistration:
@@ -63,7 +67,13 @@ class PulsarProducerTransport(ProducerTransport):
             request_id=request_id,
             epoch=self._epoch,
             user_provided_producer_name=self._options.producer_name is not None,
+            producer_access_mode=self._options.access_mode.value,  # type: ignore[arg-type]
         )
+        if self._topic_epoch is not None:
+            producer.topic_epoch = self._topic_epoch
+        schema = schema_command(self._options.schema)
+        if schema is not None:
+            producer.schema.CopyFrom(schema)
         # On a reconnect, keep the name the broker gave us (the Java client does too).
         name = self._options.producer_name or self._encoder.producer_name
         if name:
@@ -92,6 +102,12 @@ class PulsarProducerTransport(ProducerTransport):
             )
         success = cast(pb.CommandProducerSuccess, answer)
         self._encoder.producer_name = success.producer_name
+        # As the official client: the version the broker gave the schema goes in every
+        # message's metadata (a consumer decodes with it); an empty one is none (pulsar-lite
+        # answers b"").
+        self._encoder.schema_version = success.schema_version or None
+        if success.HasField("topic_epoch"):
+            self._topic_epoch = success.topic_epoch
         self._connection = connection
         self._max_message_size = session.max_message_size
         return ProducerRegistration(

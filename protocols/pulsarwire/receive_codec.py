@@ -53,6 +53,7 @@ def decode_entry(
         )
     ledger, entry = command.message_id.ledgerId, command.message_id.entryId
     redelivery_count = command.redelivery_count
+    schema_version = metadata.schema_version or None
     if not metadata.HasField("num_messages_in_batch"):
         return [
             Message(
@@ -68,6 +69,7 @@ def decode_entry(
                 metadata.producer_name,
                 metadata.sequence_id,
                 metadata.null_value,
+                schema_version,
             )
         ]
     count = metadata.num_messages_in_batch
@@ -142,6 +144,7 @@ def decode_entry(
         metadata.publish_time,
         metadata.producer_name,
         redelivery_count,
+        schema_version,
     )
 
 

@@ -129,6 +129,7 @@ class SendEncoder:
     def __init__(self, producer_id: int, compression: CompressionType, codec: Codec | None) -> None:
         self.producer_id = producer_id
         self.producer_name = ""  # set by the broker at registration
+        self.schema_version: bytes | None = None  # set by the broker at registration
         self._compression = compression.value
         self._codec = codec
 
@@ -140,6 +141,8 @@ class SendEncoder:
             publish_time=int(time.time() * 1000),
         )
         send = pb.CommandSend(producer_id=self.producer_id, sequence_id=op.sequence_id)
+        if self.schema_version is not None:
+            metadata.schema_version = self.schema_version
         if op.is_batch:
             payload = batch_payload(op.messages)
             metadata.num_messages_in_batch = len(op.messages)

@@ -253,10 +253,14 @@ class PulsarSession:
 
     def _on_producer_success(self, frame: Frame) -> None:
         success = frame.command.producer_success
-        # A producer that waits for exclusive access gets producer_ready=false first and
-        # a second answer once it has it.
+        # A producer that waits for exclusive access (WaitForExclusive) gets
+        # producer_ready=false first and a second answer once it has it: it may wait longer
+        # than the operation timeout.
         if success.producer_ready:
             self._resolve(success.request_id, success)
+        else:
+            log.info("producer %s waits for exclusive access", success.producer_name)
+            self.connection.hold(success.request_id)
 
     def _on_lookup_response(self, frame: Frame) -> None:
         response = frame.command.lookupTopicResponse

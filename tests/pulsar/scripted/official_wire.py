@@ -1,0 +1,51 @@
+"""What the official pulsar-client writes: run it against a scripted server and read the
+commands the server received. The reference for the bytes of PRODUCER and SUBSCRIBE."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pulsar
+
+from tests.pulsar.scripted.server import (
+    WAIT,
+    ScriptedPulsarServer,
+    ServerConnection,
+    Type,
+    partitioned_metadata,
+    pb,
+)
+
+
+def _answer_partitioned_metadata(conn: ServerConnection, command: pb.BaseCommand) -> None:
+    # The official C++ client needs the response field (msgclient does not look at it).
+    answer = partitioned_metadata(command.partitionMetadata.request_id, conn.server.partitions)
+    answer.partitionMetadataResponse.response = pb.CommandPartitionedTopicMetadataResponse.Success
+    conn.send(answer)
+
+
+async def official_command(
+    server: ScriptedPulsarServer, command_type: int, action: Callable[[pulsar.Client], Any]
+) -> pb.BaseCommand:
+    """Run ``action(client)`` with an official client of ``server`` (in a thread: it
+    blocks, and the server answers on this loop); the one ``command_type`` it wrote."""
+    server.handlers[Type.PARTITIONED_METADATA] = _answer_partitioned_metadata
+    before = len(server.commands(command_type))
+
+    def run() -> None:
+        client = pulsar.Client(
+            server.url,
+            operation_timeout_seconds=int(WAIT),
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+        )
+        try:
+            action(client)
+        finally:
+            client.close()
+
+    await asyncio.wait_for(asyncio.to_thread(run), 4 * WAIT)
+    received = server.commands(command_type)[before:]
+    assert len(received) == 1, f"the official client wrote {len(received)} such commands"
+    return received[0].command
