@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pulsar
 import pulsar.schema as official
@@ -15,32 +14,8 @@ import msgclient.schema as ours
 from msgclient.embedded import PulsarBroker
 from msgclient.schema_info import SchemaInfo
 from tests.pulsar.helpers import TIMEOUT, official_client
-from tests.schema.twins import Color
+from tests.schema.twins import user_record
 from tests.schema.wire_tap import SchemaTap
-
-
-def user_record(m: Any) -> type:
-    class Address(m.Record):
-        _avro_namespace = "example.users"
-        street = m.String(required=True)
-        zip = m.Integer()
-
-    class User(m.Record):
-        _avro_namespace = "example.users"
-        name = m.String(required=True, default="", required_default=True)
-        age = m.Integer(default=0, required_default=True)
-        score = m.Double()
-        blob = m.Bytes()
-        active = m.Boolean(required=True)
-        color = Color
-        home = Address()
-        work = Address()
-        tags = m.Array(m.String())
-        attrs = m.Map(m.Long(), required=True)
-        note = m.String(default="ünïcode ✓", required_default=True)
-
-    return User
-
 
 SCHEMAS = {
     "bytes": lambda m: m.BytesSchema(),

@@ -8,6 +8,7 @@ draw random specs and values. The tests then compare what the two make of them.
 from __future__ import annotations
 
 import enum
+import functools
 import string
 import types
 from collections.abc import Callable
@@ -37,6 +38,33 @@ class Mood(enum.Enum):  # str values that are not the names
 class Level(enum.IntEnum):
     low = 0
     high = 10
+
+
+@functools.cache
+def user_record(m: types.ModuleType) -> type:
+    """A record of every field type, built in module ``m`` (official or ours); one class
+    per module, so that schemas and values made apart fit together."""
+
+    class Address(m.Record):
+        _avro_namespace = "example.users"
+        street = m.String(required=True)
+        zip = m.Integer()
+
+    class User(m.Record):
+        _avro_namespace = "example.users"
+        name = m.String(required=True, default="", required_default=True)
+        age = m.Integer(default=0, required_default=True)
+        score = m.Double()
+        blob = m.Bytes()
+        active = m.Boolean(required=True)
+        color = Color
+        home = Address()
+        work = Address()
+        tags = m.Array(m.String())
+        attrs = m.Map(m.Long(), required=True)
+        note = m.String(default="ünïcode ✓", required_default=True)
+
+    return User
 
 
 ENUMS: list[type[enum.Enum]] = [Color, Mood, Level]
