@@ -95,6 +95,10 @@ class AcknowledgmentsGroupingTracker:
         self._done.set_result(None)
         self.batches_sent = 0
 
+    def holds_acks(self) -> bool:
+        """Whether any id could be a duplicate (acked individually or cumulatively)."""
+        return bool(self._individual) or self._last_cumulative is not None
+
     def is_duplicate(self, message_id: MessageId) -> bool:
         """Whether a (re)delivered message is acked already, though the broker may not know."""
         last = self._last_cumulative

@@ -171,7 +171,9 @@ class PartitionConsumer(ConsumerEvents):
         newest = self._newest_received
         if newest is None or last > newest:
             self._newest_received = last
-        if (newest is not None and first <= newest) or is_duplicate(first):
+        if self._acks.holds_acks() and (
+            (newest is not None and first <= newest) or is_duplicate(first)
+        ):
             # A redelivery: some may be acked already (the broker may not know yet). A
             # dispatch newer than all before cannot hold an individual ack: nothing to
             # check per message (nor a Message to make, for a lazy batch entry).

@@ -130,7 +130,7 @@ class ReceiveQueue(Generic[M]):
             return
         self._chunks.append((messages, window))
         self._size += len(messages)
-        for _ in messages:
+        for _ in range(len(messages)):  # not the messages: a lazy dispatch makes them
             if not self._waiters:
                 break
             self._wake_next()

@@ -261,3 +261,19 @@ async def test_rejects_bad_configuration(group_time: float, max_group_size: int)
         AcknowledgmentsGroupingTracker(
             Sender(), group_time=group_time, max_group_size=max_group_size
         )
+
+
+async def test_holds_acks_while_an_individual_ack_is_pending_and_after_a_cumulative_one(
+    clock: FakeScheduler,
+) -> None:
+    # The consumer checks dispatches for duplicates only while this is true.
+    sender = Sender()
+    tracker = make_tracker(sender, clock)
+    assert not tracker.holds_acks()
+    tracker.ack(EntryId(1, 1))
+    assert tracker.holds_acks()
+    clock.advance(GROUP_TIME + 0.001)  # sent: the broker knows
+    assert not tracker.holds_acks()
+    tracker.ack_cumulative(EntryId(1, 5))
+    clock.advance(GROUP_TIME + 0.001)
+    assert tracker.holds_acks()  # everything up to it stays acked

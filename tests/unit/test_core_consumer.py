@@ -176,6 +176,38 @@ async def test_acks_are_grouped_and_duplicates_of_pending_acks_are_dropped() -> 
     assert consumer.stats.acknowledged == 2
 
 
+class Watched(list[Message]):
+    """A dispatch that records which of its messages were looked at."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        super().__init__(messages)
+        self.looked_at: set[int] = set()
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, int):
+            self.looked_at.add(index % len(self))
+        return super().__getitem__(index)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for index in range(len(self)):
+            yield self[index]
+
+
+async def test_only_a_dispatch_not_newer_than_all_before_is_checked_message_by_message() -> None:
+    consumer, partition, _ = await make(acknowledgment_group_time_ms=50)
+    partition.on_messages([message(1), message(2)])
+    consumer.acknowledge(await consumer.receive(timeout_millis=1000))  # 1: its ack pending
+    newer = Watched([message(3), message(4), message(5)])
+    partition.on_messages(newer)
+    assert newer.looked_at == {0, 2}  # its first and last ids only
+    again = Watched([message(1), message(6)])  # a redelivery: 1 is acked
+    partition.on_messages(again)
+    assert again.looked_at == {0, 1}
+    got = [(await consumer.receive(timeout_millis=1000)).message_id() for _ in range(5)]
+    assert got == [Id(2), Id(3), Id(4), Id(5), Id(6)]
+    assert consumer.stats.queue_depth == 0
+
+
 async def test_negative_ack_redelivers_after_the_delay_not_before() -> None:
     consumer, _, transport = await make(
         consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=200
