@@ -1,8 +1,10 @@
 """What the official client sends in PRODUCER and SUBSCRIBE commands is what our schemas'
-``schema_info()`` says (type, name, definition bytes, properties)."""
+``schema_info()`` says (type, name, definition bytes, properties), and msgclient, given it,
+sends the same."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pulsar
@@ -10,6 +12,7 @@ import pulsar.schema as official
 import pytest
 from google.protobuf import type_pb2
 
+import msgclient
 import msgclient.schema as ours
 from msgclient.embedded import PulsarBroker
 from msgclient.schema_info import SchemaInfo
@@ -57,3 +60,22 @@ def wait_for(tap: SchemaTap, count: int) -> list[tuple[str, SchemaInfo | None]]:
         assert time.monotonic() < deadline, f"only {tap.schemas} were sent"
         time.sleep(0.01)
     return tap.schemas
+
+
+@pytest.mark.parametrize("kind", SCHEMAS)
+async def test_msgclient_sends_our_schema_info_as_the_official_client(
+    pulsar_broker: PulsarBroker, topic: str, kind: str
+) -> None:
+    expected = SCHEMAS[kind](ours).schema_info()
+    with SchemaTap(pulsar_broker.port) as tap:
+        async with msgclient.Client(tap.service_url) as client:
+            producer = await client.create_producer(topic, schema=expected)
+            consumer = await client.subscribe(topic, "sub", schema=expected)
+            reader = await client.create_reader(
+                topic, msgclient.InitialPosition.Earliest, schema=expected
+            )
+            for member in (producer, consumer, reader):
+                await asyncio.wait_for(member.close(), TIMEOUT)
+        sent = await asyncio.to_thread(wait_for, tap, 3)
+
+    assert sent == [("PRODUCER", expected), ("SUBSCRIBE", expected), ("SUBSCRIBE", expected)]
