@@ -3,9 +3,9 @@
 The Kafka client's Sender drains the ready batches of every partition led by one broker
 into ONE Produce request (RecordAccumulator.drain), at most one batch per partition per
 request, and keeps at most ``max_in_flight`` requests unanswered on the connection. Pulsar
-has one partition per SEND frame and no request-level answer: it drains with one batch per
-request and no in-flight bound, and gains the coalescing of every frame that became ready in
-one turn of the event loop into one socket write.
+has one partition per SEND frame and no request-level answer: one batch per request, no
+in-flight bound, and a frame goes to the socket at once when none waits before it (a turn
+of the event loop later would only add latency: each frame is its own write either way).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ RequestFailed = Callable[[list[B], Exception], None]
 
 
 class NodeSender(Generic[B]):
-    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends.
+    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends (with
+    one batch per request, a batch with none before it is sent at once).
 
     Ready batches wait per partition, so taking one of each partition costs one step per
     partition, not per batch queued; the partitions served go to the back of the line
@@ -76,6 +77,9 @@ class NodeSender(Generic[B]):
 
     def ready(self, batch: B) -> None:
         if self._one_per_request:
+            if not self._queue and (self._writable is None or self._writable()):
+                self._send([batch])
+                return
             self._queue.append(batch)
         else:
             waiting = self._by_partition.get(batch.partition)

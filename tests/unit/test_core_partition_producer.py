@@ -4,6 +4,7 @@ send timeouts and close. The test plays the broker by calling the producer's eve
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -325,6 +326,35 @@ async def test_batches_close_on_the_grid_of_the_publish_delay(make_harness: Make
     # on a loaded machine stays well below the difference.
     assert 0.04 - 0.002 <= waited < 0.065
     assert h.transport.written == [b"0-0", b"1-2"]
+
+
+async def test_an_idle_producer_sends_at_the_end_of_the_turn(make_harness: MakeHarness) -> None:
+    # No batch went out during the last delay: waiting for the next one gains nothing, and
+    # the messages published in this turn still go together.
+    h = make_harness(batching_enabled=True, batching_max_publish_delay_ms=20)
+    await h.start()
+    await asyncio.sleep(0.03)
+    h.send()
+    h.send()
+    assert h.transport.written == []
+    await asyncio.sleep(0)
+    assert h.transport.written == [b"0-1"]
+
+
+async def test_a_message_of_the_turn_the_delay_ends_in_joins_the_batch(
+    make_harness: MakeHarness,
+) -> None:
+    # A busy loop makes the batch timer and a send due in the same turn: the message goes
+    # with the batch rather than wait a whole delay in the next one.
+    h = make_harness(batching_enabled=True, batching_max_publish_delay_ms=200)
+    await h.start()
+    h.send()  # its batch closes 200 ms after the producer was made
+    loop = asyncio.get_running_loop()
+    now = loop.time()
+    loop.call_at(now + 0.01, time.sleep, 0.25)
+    loop.call_at(now + 0.2, h.send)
+    await h.transport.wait_until(lambda: bool(h.transport.written))
+    assert h.transport.written == [b"0-1"]
 
 
 async def test_flush_sends_the_open_batch_and_waits_for_it(make_harness: MakeHarness) -> None:
