@@ -18,10 +18,9 @@ from msgclient.schema.fields import (
     Null,
     String,
 )
-from msgclient.schema.json_schema import JsonSchema
 from msgclient.schema.protobuf_schema import ProtobufNativeSchema
 from msgclient.schema.record import Record
-from msgclient.schema.schema import BytesSchema, Schema, StringSchema
+from msgclient.schema.schema import BytesSchema, JsonSchema, Schema, StringSchema
 
 __all__ = [
     "Array",

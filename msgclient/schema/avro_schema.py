@@ -7,8 +7,7 @@ import enum
 import io
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from msgclient.schema.json_schema import check_record_class
-from msgclient.schema.record import Record
+from msgclient.schema.record import Record, check_record_class
 from msgclient.schema.schema import Schema
 from msgclient.schema_info import SchemaType
 

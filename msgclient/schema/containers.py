@@ -6,8 +6,7 @@ import builtins
 import enum
 from typing import Any
 
-from msgclient.schema.field_type import AvroType, FieldType, type_name
-from msgclient.schema.fields import Field
+from msgclient.schema.fields import AvroType, Field, FieldType, type_name
 
 
 def _check_element_type(argument: str, value: object) -> FieldType:

@@ -18,7 +18,7 @@ import enum
 from typing import Any, ClassVar, Self, cast
 
 from msgclient.schema.containers import Array, CustomEnum, Map
-from msgclient.schema.field_type import AvroType, FieldType
+from msgclient.schema.fields import AvroType, FieldType
 
 # Instance attributes that are the record's own settings as a nested field, not fields.
 RESERVED_ATTRIBUTES = frozenset({"_default", "_required", "_required_default"})
@@ -166,6 +166,12 @@ class Record(FieldType, metaclass=RecordMeta):
 
     def item_schema(self, defined_names: set[str]) -> AvroType:
         return self.schema_info(defined_names)
+
+
+def check_record_class(argument: str, record_cls: object) -> None:
+    """What JsonSchema and AvroSchema are given must be a Record class."""
+    if not (isinstance(record_cls, type) and issubclass(record_cls, Record)):
+        raise TypeError(f"{argument} must be a Record subclass, not {record_cls!r}")
 
 
 def _field_definition(name: str, field: FieldType, defined_names: set[str]) -> dict[str, Any]:
