@@ -105,7 +105,12 @@ def run_consume(url: str, args: argparse.Namespace, results: Results) -> None:
             written, seconds = pulsar_consume.make_backlog(
                 url, _topic("consume", row), args.messages, args.size, kind
             )
-            print(f"    written at {args.messages / seconds:,.0f} msg/s", flush=True)
+            rate = args.messages / seconds
+            per_entry = kind.messages_per_entry(rate)
+            print(
+                f"    written at {rate:,.0f} msg/s: about {per_entry:,.0f} messages an entry",
+                flush=True,
+            )
             backlogs[row, round_number] = written
         consume = (
             pulsar_consume.msgclient_consume
