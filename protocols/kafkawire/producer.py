@@ -241,6 +241,7 @@ def with_deliver_at_header(message: OutgoingMessage) -> OutgoingMessage:
         {**(message.properties or {}), DELIVER_AT_HEADER: str(message.deliver_at)},
         message.event_timestamp,
         message.sequence_id,
+        null_value=message.null_value,  # a tombstone sent to a retry topic stays one
     )
 
 

@@ -130,6 +130,7 @@ def encode_record_batch(
                     message.partition_key is None
                     and not message.properties
                     and message.event_timestamp is None
+                    and not message.null_value
                 ):
                     value = message.value
                     pieces = plain.get(len(value))
@@ -171,7 +172,7 @@ def encode_record_batch(
 
 
 def _record(message: OutgoingMessage, offset_delta: bytes, timestamp_delta: int) -> bytes:
-    """One record, length included, with whatever key and headers it has."""
+    """One record, length included, with whatever key, headers and null value it has."""
     fields = [b"\x00", _varint(timestamp_delta), offset_delta]  # attributes first
     key = message.partition_key
     if key is None:
@@ -180,7 +181,10 @@ def _record(message: OutgoingMessage, offset_delta: bytes, timestamp_delta: int)
         if isinstance(key, str):
             key = key.encode("utf-8", "surrogateescape")
         fields += (_varint(len(key)), key)
-    fields += (_varint(len(message.value)), message.value)
+    if message.null_value:
+        fields.append(b"\x01")  # length -1: null value, a tombstone on compacted topics
+    else:
+        fields += (_varint(len(message.value)), message.value)
     headers = message.properties
     fields.append(_varint(len(headers)) if headers else b"\x00")
     if headers:
@@ -307,6 +311,7 @@ def _decode_records(
     last_delta = len(deltas) - 2
     head, head_size, delta_size, mid, mid_size, record_size = b"-", 0, 0, b"", 0, 0
     shape_timestamp = offset_delta = p = 0
+    shape_null = False  # a null value's length (-1) is in the shape's bytes too
     try:
         for _ in range(count):
             # The shape's length, attributes and timestamp delta, the next offset delta,
@@ -320,24 +325,26 @@ def _decode_records(
             ):
                 value = body[v : end - 1]
                 offset_delta += 1
-                key, headers, timestamp = None, None, shape_timestamp
+                key, headers, timestamp, null = None, None, shape_timestamp, shape_null
             else:
-                end, head_end, delta_end, v, timestamp_delta, offset_delta, key, value, headers = (
+                end, head_end, delta_end, v, timestamp_delta, offset_delta, key, data, headers = (
                     _record_at(body, p, base_offset)
                 )
                 timestamp = base_timestamp + timestamp_delta * scale
+                null = data is None
+                value = b"" if data is None else data  # data() of a null value, as on Pulsar
                 if key is None and headers is None:  # a plain record: the new shape
                     head, head_size = body[p:head_end], head_end - p
                     delta_size = delta_end - head_end
                     mid, mid_size = body[delta_end:v], v - delta_end
-                    record_size, shape_timestamp = end - p, timestamp
+                    record_size, shape_timestamp, shape_null = end - p, timestamp, null
             if offset_delta >= min_delta:
                 message_id = new_id(topic, partition, base_offset + offset_delta)
                 sequence = (base_sequence + offset_delta) & _INT31 if base_sequence >= 0 else -1
                 append(new_message(
                     value, message_id, partition_name, key, None, headers, timestamp, timestamp,
                     0, "",
-                    sequence,
+                    sequence, null,
                 ))  # fmt: skip
             p = end
     except IndexError:
@@ -346,13 +353,16 @@ def _decode_records(
         raise _malformed(base_offset, f"{size - p} bytes follow its {count} records")
 
 
-_Record = tuple[int, int, int, int, int, int, "bytes | None", bytes, "dict[str, str] | None"]
+_Record = tuple[
+    int, int, int, int, int, int, "bytes | None", "bytes | None", "dict[str, str] | None"
+]
 
 
 def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
     """The record at ``p``: (its end, the end of its timestamp delta, the end of its
-    offset delta, the start of its value, timestamp delta, offset delta, key, value,
-    headers). Varints of one or two bytes are read in place, longer ones by _varint_at."""
+    offset delta, the start of its value, timestamp delta, offset delta, key, value (None:
+    a null value), headers). Varints of one or two bytes are read in place, longer ones by
+    _varint_at."""
     z = data[p]  # length
     if z < 0x80:
         p += 1
@@ -398,11 +408,12 @@ def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
     else:
         z, p = _varint_at(data, p)
     value_start = p
+    value: bytes | None
     if not z & 1:
         value = data[p : p + (z >> 1)]
         p += z >> 1
     elif z == 1:
-        value = b""  # null value (a tombstone)
+        value = None  # length -1: a null value (a tombstone)
     else:
         raise _malformed(base_offset, f"value length {_signed(z)}")
     headers = None
