@@ -17,16 +17,17 @@ from msgclient.message import Message, MessageId
 
 
 class MessageBlock(Sequence[Message], abc.ABC):
-    """The messages of one dispatch as columns; a Message is made at its first access and
-    kept (the same object on every access)."""
+    """The messages of one dispatch as columns. Looking at a message makes the Messages of
+    the whole block, once, in one pass (the per-message path takes them all anyway); the
+    columns and ids never make any."""
 
     __slots__ = ("_made",)
 
-    def __init__(self, count: int) -> None:
-        self._made: list[Message | None] = [None] * count
+    def __init__(self) -> None:
+        self._made: list[Message] | None = None
 
-    def __len__(self) -> int:
-        return len(self._made)
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -35,20 +36,24 @@ class MessageBlock(Sequence[Message], abc.ABC):
     def __getitem__(self, index: slice) -> list[Message]: ...
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self._made)))]
-        message = self._made[index]
-        if message is None:
-            message = self._made[index] = self._make(index % len(self._made))
-        return message
+        return self.messages()[index]
 
     def __iter__(self) -> Iterator[Message]:
-        for index in range(len(self._made)):
-            yield self[index]
+        return iter(self.messages())
+
+    def messages(self) -> list[Message]:
+        """Every Message of the block (made at the first call)."""
+        made = self._made
+        if made is None:
+            made = self._made = self._make_all()
+        return made
 
     @abc.abstractmethod
-    def _make(self, index: int) -> Message:
-        """The Message at ``index`` (>= 0), built from the columns."""
+    def _make_all(self) -> list[Message]:
+        """The Messages, built from the columns."""
+
+    @abc.abstractmethod
+    def topic_name(self) -> str: ...
 
     # The columns, for messages start..end-1 of the block.
 
@@ -77,6 +82,26 @@ class MessageBlock(Sequence[Message], abc.ABC):
 
 
 Slice = tuple[Sequence[Message], int, int]  # messages[start:end] of one dispatch
+
+
+def message_ids(messages: Sequence[Message], start: int, end: int) -> list[MessageId]:
+    """The ids of ``messages[start:end]``, without making a block's Messages."""
+    if isinstance(messages, MessageBlock):
+        return messages.message_ids(start, end)
+    return [m.message_id() for m in messages[start:end]]
+
+
+def first_and_last_ids(messages: Sequence[Message]) -> tuple[MessageId, MessageId]:
+    """The ids of a dispatch's first and last messages (not empty)."""
+    count = len(messages)
+    return message_ids(messages, 0, 1)[0], message_ids(messages, count - 1, count)[0]
+
+
+def topic_name(messages: Sequence[Message]) -> str:
+    """The topic (partition) of one dispatch's messages."""
+    if isinstance(messages, MessageBlock):
+        return messages.topic_name()
+    return messages[0].topic_name()
 
 
 class MessageBatch(Sequence[Message]):
@@ -180,14 +205,11 @@ class MessageBatch(Sequence[Message]):
     def message_ids(self) -> list[MessageId]:
         column: list[MessageId] = []
         for messages, start, end in self._slices:
-            if isinstance(messages, MessageBlock):
-                column += messages.message_ids(start, end)
-            else:
-                column += [m.message_id() for m in messages[start:end]]
+            column += message_ids(messages, start, end)
         return column
 
     def topic_names(self) -> list[str]:
         column: list[str] = []
         for messages, start, end in self._slices:
-            column += [messages[start].topic_name()] * (end - start)
+            column += [topic_name(messages)] * (end - start)
         return column

@@ -22,6 +22,7 @@ from msgclient.core.registration import reconnect, register_with_retry
 from msgclient.core.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
+from msgclient.message_batch import first_and_last_ids
 from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ class PartitionConsumer(ConsumerEvents):
     def on_messages(self, messages: Sequence[Message]) -> None:
         self.received += len(messages)
         is_duplicate = self._acks.is_duplicate
-        first, last = messages[0].message_id(), messages[-1].message_id()
+        first, last = first_and_last_ids(messages)
         newest = self._newest_received
         if newest is None or last > newest:
             self._newest_received = last

@@ -140,6 +140,9 @@ class ReceiveQueue(Generic[M]):
         if not self._size:
             return None
         messages, window = self._chunks[0]
+        if type(messages) is not list:  # a lazy dispatch: its messages made once, here
+            messages = list(messages)
+            self._chunks[0] = (messages, window)
         message = messages[self._offset]
         self._offset += 1
         if self._offset == len(messages):

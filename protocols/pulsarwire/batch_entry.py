@@ -72,7 +72,7 @@ class BatchEntry(MessageBlock):
         redelivery_count: int,
         schema_version: bytes | None = None,
     ) -> None:
-        super().__init__(len(values))
+        super().__init__()
         self._topic = topic
         self._ledger_id = ledger_id
         self._entry_id = entry_id
@@ -88,43 +88,64 @@ class BatchEntry(MessageBlock):
         self._redelivery_count = redelivery_count
         self._schema_version = schema_version  # the entry's, shared by its messages
 
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def topic_name(self) -> str:
+        return self._topic
+
+    def _make_all(self) -> list[Message]:
+        topic, ledger, entry = self._topic, self._ledger_id, self._entry_id
+        partition, size, schema_version = self._partition, self._batch_size, self._schema_version
+        publish, redeliveries, producer = (
+            self._publish_time,
+            self._redelivery_count,
+            self._producer_name,
+        )
+        indexes = range(len(self._values)) if self._indexes is None else self._indexes
+        made = [
+            Message(
+                value,
+                PulsarMessageId(ledger, entry, partition, index, size),
+                topic,
+                None,
+                None,
+                None,
+                event_time,
+                publish,
+                redeliveries,
+                producer,
+                sequence_id,
+                False,
+                schema_version,
+            )
+            for value, index, event_time, sequence_id in zip(
+                self._values, indexes, self._event_times, self._sequence_ids, strict=True
+            )
+        ]
+        for position, details in self._details.items():  # the records with more fields
+            plain = made[position]
+            made[position] = Message(
+                plain.data(),
+                plain.message_id(),
+                topic,
+                details.key,
+                details.ordering_key,
+                details.properties,
+                plain.event_timestamp(),
+                publish,
+                redeliveries,
+                producer,
+                plain.sequence_id(),
+                details.null_value,
+                schema_version,
+            )
+        return made
+
     def _id(self, position: int) -> PulsarMessageId:
         index = position if self._indexes is None else self._indexes[position]
         return PulsarMessageId(
             self._ledger_id, self._entry_id, self._partition, index, self._batch_size
-        )
-
-    def _make(self, index: int) -> Message:
-        details = self._details.get(index) if self._details else None
-        if details is None:
-            return Message(
-                self._values[index],
-                self._id(index),
-                self._topic,
-                None,
-                None,
-                None,
-                self._event_times[index],
-                self._publish_time,
-                self._redelivery_count,
-                self._producer_name,
-                self._sequence_ids[index],
-                schema_version=self._schema_version,
-            )
-        return Message(
-            self._values[index],
-            self._id(index),
-            self._topic,
-            details.key,
-            details.ordering_key,
-            details.properties,
-            self._event_times[index],
-            self._publish_time,
-            self._redelivery_count,
-            self._producer_name,
-            self._sequence_ids[index],
-            details.null_value,
-            self._schema_version,
         )
 
     def values(self, start: int, end: int) -> list[bytes | None]:

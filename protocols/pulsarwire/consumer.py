@@ -20,6 +20,7 @@ from msgclient.errors import (
     ProtocolError,
 )
 from msgclient.message import Message, MessageId
+from msgclient.message_batch import first_and_last_ids, message_ids
 from msgclient.options import (
     ConsumerOptions,
     ConsumerType,
@@ -281,14 +282,15 @@ class PulsarConsumerTransport(ConsumerTransport):
         if not messages:
             return
         if metadata.HasField("num_messages_in_batch"):
-            first = cast(PulsarMessageId, messages[0].message_id())
+            entry = frame.command.message.message_id
             if len(messages) == count:
                 indexes = set(range(count))
             else:
-                indexes = {cast(PulsarMessageId, m.message_id()).batch_index for m in messages}
-            self._ackers.delivered(first.ledger_id, first.entry_id, indexes)
+                ids = message_ids(messages, 0, len(messages))
+                indexes = {cast(PulsarMessageId, i).batch_index for i in ids}
+            self._ackers.delivered(entry.ledgerId, entry.entryId, indexes)
         if not self._durable and not self._seeking:
-            self._start = cast(PulsarMessageId, messages[-1].message_id())
+            self._start = cast(PulsarMessageId, first_and_last_ids(messages)[1])
             self._start_inclusive = False
         self._events.on_messages(messages)
 
@@ -388,7 +390,7 @@ def skip_before_start(
     """``messages`` (one entry) minus those of the start entry before ``start``, and
     ``start`` itself unless ``inclusive``: the broker starts at the entry, so it sends
     the start entry's earlier batch indexes too."""
-    first = cast(PulsarMessageId, messages[0].message_id())
+    first = cast(PulsarMessageId, message_ids(messages, 0, 1)[0])
     if first.ledger_id != start.ledger_id or first.entry_id != start.entry_id:
         return messages
     kept = []

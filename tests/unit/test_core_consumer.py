@@ -186,6 +186,8 @@ class Watched(list[Message]):
     def __getitem__(self, index):  # type: ignore[no-untyped-def]
         if isinstance(index, int):
             self.looked_at.add(index % len(self))
+        else:
+            self.looked_at.update(range(*index.indices(len(self))))
         return super().__getitem__(index)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
