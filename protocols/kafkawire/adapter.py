@@ -36,7 +36,14 @@ from msgclient.errors import (
     NotSupportedError,
 )
 from msgclient.message import MessageId
-from msgclient.options import ClientOptions, ConsumerOptions, ConsumerType, ProducerOptions
+from msgclient.options import (
+    ClientOptions,
+    ConsumerOptions,
+    ConsumerType,
+    ProducerAccessMode,
+    ProducerOptions,
+)
+from msgclient.schema_info import SchemaInfo
 from msgclient.url import ServiceUrl
 from protocols.kafkawire import errors
 from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
@@ -110,6 +117,13 @@ class KafkaBackend(ProtocolBackend):
     def producer_transport(
         self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
     ) -> ProducerTransport:
+        # Made in create_producer, before any connection: its refusals come from there.
+        if options.access_mode is not ProducerAccessMode.Shared:
+            raise NotSupportedError(
+                f"option access_mode={options.access_mode.name} is Pulsar only: a Kafka topic "
+                "takes any number of producers (Shared, the default, is the only mode on Kafka)"
+            )
+        _refuse_schema(options.schema)
         base, _ = split_partition_name(topic)
         return KafkaProducerTransport(self, base, partition, options, events)
 
@@ -126,6 +140,7 @@ class KafkaBackend(ProtocolBackend):
                 "messages of one partition cannot be spread over consumers. Use Failover or "
                 "Exclusive (a consumer group) and more partitions."
             )
+        _refuse_schema(options.schema)
 
     def consumer_transport(
         self,
@@ -234,3 +249,11 @@ class KafkaBackend(ProtocolBackend):
                     f"{answer.error_message or errors.kafka_error(answer.error_code, 'SASL')}"
                 )
             message = mechanism.respond(bytes(answer.auth_bytes or b""))
+
+
+def _refuse_schema(schema: SchemaInfo | None) -> None:
+    if schema is not None:
+        raise NotSupportedError(
+            "option schema is Pulsar only: a Kafka broker keeps no schemas. Encode the "
+            "payloads yourself (msgclient.schema's schema.encode(value)) and leave schema unset"
+        )
