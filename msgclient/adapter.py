@@ -32,6 +32,7 @@ class ProducerRegistration:
     producer_name: str
     last_sequence_id: int
     max_message_size: int
+    schema_version: bytes | None = None  # the version the broker gave the producer's schema
 
 
 class ProducerEvents(ABC):

@@ -72,6 +72,12 @@ class Producer(AsyncClosing):
         return self._partitions[0].producer_name
 
     @property
+    def schema_version(self) -> bytes | None:
+        """The version the broker gave the producer's schema (the first partition's; None:
+        the broker gave none). The official Python client's producer does not expose it."""
+        return self._partitions[0].schema_version
+
+    @property
     def last_sequence_id(self) -> int:
         """The highest sequence id the broker confirmed (-1 before the first)."""
         return max(p.last_sequence_id_published for p in self._partitions)

@@ -54,6 +54,7 @@ class PartitionProducer(ProducerEvents):
     ) -> None:
         self.topic = topic
         self.producer_name = options.producer_name or ""
+        self.schema_version: bytes | None = None  # the broker's answer, once registered
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE  # until the broker says otherwise
         self._options = options
         self._memory = memory
@@ -105,6 +106,7 @@ class PartitionProducer(ProducerEvents):
 
     def _on_registered(self, registration: ProducerRegistration) -> None:
         self.producer_name = registration.producer_name
+        self.schema_version = registration.schema_version
         self.max_message_size = registration.max_message_size
         if self._batch is not None:  # a batch must fit in one broker message
             self._batch.max_bytes = min(
