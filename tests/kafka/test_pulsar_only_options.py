@@ -64,6 +64,7 @@ async def test_the_defaults_and_explicit_shared_access_are_accepted(
         producer = await client.create_producer(
             topic, access_mode=msgclient.ProducerAccessMode.Shared, schema=None
         )
+        assert producer.schema_version is None  # a Kafka broker answers no schema version
         await producer.close()
         reader = await client.create_reader(topic, msgclient.InitialPosition.Earliest)
         await reader.close()
