@@ -331,6 +331,10 @@ class Consumer(Closing):
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         self._runner.loop.call_soon_threadsafe(self._consumer.negative_acknowledge, message)
 
+    def redeliver_unacknowledged_messages(self) -> None:
+        """As the async one; done on the loop, so acks made before it are seen first."""
+        self._runner.run(_on_loop(self._consumer.redeliver_unacknowledged_messages))
+
     def reconsume_later(
         self, message: Message, delay_ms: int, properties: Mapping[str, str] | None = None
     ) -> None:
@@ -393,6 +397,10 @@ class Reader(Closing):
 
 async def _new_client(service_url: str, options: dict[str, Any]) -> async_client.Client:
     return async_client.Client(service_url, **options)
+
+
+async def _on_loop(call: Callable[[], T]) -> T:
+    return call()
 
 
 async def _ack(

@@ -274,16 +274,16 @@ class Consumer(AsyncClosing):
         is not acknowledged, those still queued here included (they are dropped: they come
         again, with a higher redelivery count), as the Java client's
         redeliverUnacknowledgedMessages. Pulsar only: Kafka keeps no such set on its side."""
+        # The partitions' transports and ack-timeout trackers: this belongs in
+        # PartitionConsumer, whose file another change owns (see issue 10's report).
+        if self._partitions[0]._transport.redelivers_by_id:
+            raise InvalidConfigurationError(
+                "redeliver_unacknowledged_messages needs a broker that tracks what it "
+                "delivered (Pulsar); negative_acknowledge each message instead"
+            )
         for partition in self._partitions:
-            # The partition's transport and ack-timeout tracker: this belongs in
-            # PartitionConsumer, whose file another change owns (issue 10's report).
-            if partition._transport.redelivers_by_id:
-                raise InvalidConfigurationError(
-                    "redeliver_unacknowledged_messages needs a broker that tracks what it "
-                    "delivered (Pulsar); negative_acknowledge each message instead"
-                )
             if not partition.is_connected:
-                continue  # the resubscription redelivers everything unacknowledged anyway
+                continue  # its resubscription redelivers everything unacknowledged anyway
             if partition._unacked is not None:
                 partition._unacked.clear()
             partition.window.release(self._queue.remove_window(partition.window))

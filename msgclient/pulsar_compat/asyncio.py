@@ -157,9 +157,8 @@ class Consumer:
         return None if last is None else MessageId.wrap(last)
 
     def redeliver_unacknowledged_messages(self) -> None:
-        raise PulsarException(
-            Result.OperationNotSupported, "redeliver_unacknowledged_messages is not offered yet"
-        )
+        with _translated:
+            self._consumer.redeliver_unacknowledged_messages()
 
     def topic(self) -> str:
         return self._consumer.topic
@@ -238,6 +237,7 @@ class Client:
         start_message_id_inclusive: bool = False,
     ) -> Reader:
         check_type(MessageId, start_message_id, "start_message_id")
+        reader_schema = payload_schema(schema)
         start: core.InitialPosition | Any
         if start_message_id == MessageId.earliest:
             start = core.InitialPosition.Earliest
@@ -252,8 +252,9 @@ class Client:
                 reader_name=reader_name,
                 receiver_queue_size=receiver_queue_size,
                 start_message_id_inclusive=start_message_id_inclusive,
+                schema=reader_schema.schema_info(),
             )
-        return Reader(reader, payload_schema(schema))
+        return Reader(reader, reader_schema)
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         check_type(str, topic, "topic")

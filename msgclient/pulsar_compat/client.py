@@ -289,6 +289,7 @@ class Client:
         check_type(bool, is_read_compacted, "is_read_compacted")
         check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
         check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
+        reader_schema = payload_schema(schema)
         refuse_encryption(crypto_key_reader is not None)
         if reader_listener is not None:
             raise OperationNotSupported(
@@ -307,8 +308,9 @@ class Client:
                 reader_name=reader_name,
                 receiver_queue_size=receiver_queue_size,
                 start_message_id_inclusive=start_message_id_inclusive,
+                schema=reader_schema.schema_info(),
             )
-        return Reader(reader, payload_schema(schema))
+        return Reader(reader, reader_schema)
 
     def create_table_view(
         self,
@@ -320,11 +322,15 @@ class Client:
         everything the topic held. ``subscription_name`` names the view's reader."""
         check_type(str, topic, "topic")
         check_type_or_none(str, subscription_name, "subscription_name")
+        view_schema = payload_schema(schema)
         with pulsar_errors():
             reader = self._client.create_reader(
-                topic, core.InitialPosition.Earliest, reader_name=subscription_name
+                topic,
+                core.InitialPosition.Earliest,
+                reader_name=subscription_name,
+                schema=view_schema.schema_info(),
             )
-        return TableView(reader, topic, subscription_name, payload_schema(schema))
+        return TableView(reader, topic, subscription_name, view_schema)
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """The topic's partition names (the topic itself when it is not partitioned)."""

@@ -8,7 +8,6 @@ from msgclient.pulsar_compat.arguments import check_type
 from msgclient.pulsar_compat.enums import ConsumerType
 from msgclient.pulsar_compat.exceptions import (
     CumulativeAcknowledgementNotAllowedError,
-    OperationNotSupported,
     pulsar_errors,
 )
 from msgclient.pulsar_compat.message import Message, PayloadSchema
@@ -74,10 +73,10 @@ class Consumer:
         self._consumer.resume_message_listener()
 
     def redeliver_unacknowledged_messages(self) -> None:
-        raise OperationNotSupported(
-            "redeliver_unacknowledged_messages is not offered yet; negative_acknowledge "
-            "each message instead"
-        )
+        """Have the broker send again everything it delivered to this consumer that is not
+        acknowledged (pulsar-lite does so on Shared and KeyShared only: brokers.md)."""
+        with pulsar_errors():
+            self._consumer.redeliver_unacknowledged_messages()
 
     def seek(self, messageid: MessageId | int) -> None:
         """Move the subscription to a message id (or MessageId.earliest / latest), or to a

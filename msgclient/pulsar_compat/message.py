@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from msgclient import message as core
 from msgclient.pulsar_compat.message_id import MessageId
+from msgclient.schema import Schema
 
-
-class PayloadSchema(Protocol):
-    """What the facade needs of a schema (``pulsar.schema.BytesSchema()``, ``JsonSchema``,
-    ...): payload bytes to a value and back."""
-
-    def encode(self, value: Any) -> bytes: ...
-
-    def decode(self, data: bytes) -> Any: ...
+# A schema of any value type, as the official API takes them (``schema=JsonSchema(User)``).
+PayloadSchema = Schema[Any]
 
 
 class Message:
@@ -73,9 +68,13 @@ class Message:
         return self._message.producer_name()
 
     def schema_version(self) -> str:
-        """The broker's schema version of the message ('' without one; schemas are
-        versioned by a broker's schema registry, which pulsar-lite does not have)."""
-        return ""
+        """The schema version the broker gave the message's producer, as the official
+        client returns it: the version's bytes as str ('' without one, as on pulsar-lite,
+        which has no schema registry). Bytes that are no UTF-8 come out as surrogates
+        (``.encode("utf-8", "surrogateescape")`` gives them back) where the official
+        client raises UnicodeDecodeError."""
+        version = self._message.schema_version()
+        return "" if version is None else version.decode("utf-8", "surrogateescape")
 
     def encryption_context(self) -> None:
         """None: end-to-end encryption is not offered, so no message is encrypted."""

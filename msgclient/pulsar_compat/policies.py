@@ -8,7 +8,7 @@ from __future__ import annotations
 import attrs
 
 from msgclient import options as core
-from msgclient.pulsar_compat.enums import KeySharedMode
+from msgclient.pulsar_compat.enums import KeySharedMode, to_msgclient
 
 MIB = 1024 * 1024
 
@@ -72,10 +72,21 @@ class KeySharedPolicy:
         return self._allow_out_of_order_delivery
 
     def set_sticky_ranges(self, ranges: list[tuple[int, int]]) -> None:
-        self._sticky_ranges = [(int(start), int(end)) for start, end in ranges]
+        """Inclusive (start, end) hash ranges within 0..65535 that do not overlap; others
+        raise ValueError (msgclient's InvalidConfigurationError), as in the official client
+        (which also lets a reversed range through to the broker; this refuses it)."""
+        checked = core.KeySharedPolicy(core.KeySharedMode.Sticky, sticky_ranges=ranges)
+        self._sticky_ranges = list(checked.sticky_ranges or ())
 
     def get_sticky_ranges(self) -> list[tuple[int, int]]:
         return list(self._sticky_ranges)
+
+    def to_msgclient(self) -> core.KeySharedPolicy:
+        return core.KeySharedPolicy(
+            key_shared_mode=to_msgclient(self._mode, core.KeySharedMode),
+            allow_out_of_order_delivery=self._allow_out_of_order_delivery,
+            sticky_ranges=self._sticky_ranges or None,
+        )
 
 
 class ConsumerKeySharedPolicy:

@@ -29,7 +29,7 @@ from msgclient.pulsar_compat.policies import (
     ConsumerKeySharedPolicy,
 )
 from msgclient.pulsar_compat.producer import RoutedMessage
-from msgclient.pulsar_compat.schema import BytesSchema
+from msgclient.schema import BytesSchema, Schema
 
 MessageRouter = Callable[[RoutedMessage, int], int]
 
@@ -96,13 +96,14 @@ def producer_options(
         "batching_type": to_msgclient(batching_type, core.BatchingType),
         "message_routing_mode": to_msgclient(message_routing_mode, core.PartitionsRoutingMode),
         "properties": properties or None,
+        "access_mode": to_msgclient(access_mode, core.ProducerAccessMode),
+        "schema": schema.schema_info(),
     }
     if initial_sequence_id:  # as the official client: 0 is "not set"
         options["initial_sequence_id"] = initial_sequence_id
     if message_router is not None:
         options["message_routing_mode"] = core.PartitionsRoutingMode.CustomPartition
         options["message_router"] = _router(message_router)
-    options.update(_access_mode_option(access_mode))
     return options, schema
 
 
@@ -176,6 +177,7 @@ def consumer_options(
         "replicate_subscription_state_enabled": replicate_subscription_state_enabled,
         "start_message_id_inclusive": start_message_id_inclusive,
         "batch_index_ack_enabled": batch_index_ack_enabled,
+        "schema": schema.schema_info(),
     }
     if unacked_messages_timeout_ms:
         options["unacked_messages_timeout_ms"] = unacked_messages_timeout_ms
@@ -183,12 +185,17 @@ def consumer_options(
         options["batch_receive_policy"] = batch_receive_policy.policy().to_msgclient()
     if dead_letter_policy is not None:
         options["dead_letter_policy"] = dead_letter_policy.policy().to_msgclient()
-    if key_shared_policy is not None:
-        options.update(_key_shared_option(key_shared_policy))
+    # As the official client: a policy on another subscription type is ignored.
+    if key_shared_policy is not None and consumer_type is ConsumerType.KeyShared:
+        options["key_shared_policy"] = key_shared_policy.policy().to_msgclient()
     return options, schema
 
 
 def payload_schema(schema: PayloadSchema | None) -> PayloadSchema:
+    """The ``schema`` argument, checked as the official client checks it (a
+    ``pulsar_compat.schema`` one; an official ``pulsar.schema`` object is refused); None
+    means BytesSchema()."""
+    check_type_or_none(Schema, schema, "schema")
     return BytesSchema() if schema is None else schema
 
 
@@ -204,13 +211,3 @@ def _router(router: MessageRouter) -> core.MessageRouter:
         return int(router(RoutedMessage(message), partitions))
 
     return route
-
-
-def _access_mode_option(mode: ProducerAccessMode) -> dict[str, Any]:
-    if mode is not ProducerAccessMode.Shared:
-        raise OperationNotSupported(f"access_mode {mode} is not offered yet")
-    return {}
-
-
-def _key_shared_option(policy: ConsumerKeySharedPolicy) -> dict[str, Any]:
-    raise OperationNotSupported("key_shared_policy is not offered yet")
