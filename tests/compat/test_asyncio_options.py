@@ -1,0 +1,55 @@
+"""The asyncio modules (``pulsar.asyncio`` and ``pulsar_compat.asyncio``), same program:
+a JSON schema, an access mode, a Sticky Key_Shared policy and
+redeliver_unacknowledged_messages."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+
+import pytest
+
+from msgclient.embedded import PulsarBroker
+from tests.compat.conftest import QUIET, RECEIVE_MS
+from tests.schema.test_interop import comparable, users
+from tests.schema.twins import user_record
+
+
+@pytest.mark.parametrize("module_name", ["pulsar.asyncio", "msgclient.pulsar_compat.asyncio"])
+async def test_schema_access_mode_key_shared_and_redelivery(
+    module_name: str, pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    aio = importlib.import_module(module_name)
+    pulsar = importlib.import_module(module_name.rsplit(".", 1)[0])
+    schema = pulsar.schema.JsonSchema(user_record(pulsar.schema))
+    written = users(pulsar.schema)[:3]
+    client = aio.Client(pulsar_broker.service_url, logger=QUIET)
+    consumer = await client.subscribe(
+        topic,
+        "sub",
+        consumer_type=pulsar.ConsumerType.KeyShared,
+        initial_position=pulsar.InitialPosition.Earliest,
+        schema=schema,
+        key_shared_policy=pulsar.ConsumerKeySharedPolicy(
+            pulsar.KeySharedMode.Sticky, sticky_ranges=[(0, 65535)]
+        ),
+    )
+    producer = await client.create_producer(
+        topic, schema=schema, access_mode=pulsar.ProducerAccessMode.Exclusive
+    )
+    for user in written:
+        await producer.send(user, partition_key=user.name)
+
+    async def receive_values() -> list[tuple[object, int]]:
+        received = []
+        for _ in written:
+            message = await asyncio.wait_for(consumer.receive(), RECEIVE_MS / 1000)
+            received.append((comparable(message.value()), message.redelivery_count()))
+        return received
+
+    first = await receive_values()
+    consumer.redeliver_unacknowledged_messages()
+    again = await receive_values()
+    await client.close()
+    assert first == [(comparable(u), 0) for u in written]
+    assert sorted(again, key=repr) == sorted([(comparable(u), 1) for u in written], key=repr)
