@@ -274,20 +274,13 @@ class Consumer(AsyncClosing):
         is not acknowledged, those still queued here included (they are dropped: they come
         again, with a higher redelivery count), as the Java client's
         redeliverUnacknowledgedMessages. Pulsar only: Kafka keeps no such set on its side."""
-        # The partitions' transports and ack-timeout trackers: this belongs in
-        # PartitionConsumer, whose file another change owns (see issue 10's report).
-        if self._partitions[0]._transport.redelivers_by_id:
+        if not self._partitions[0].redelivers_all:
             raise InvalidConfigurationError(
                 "redeliver_unacknowledged_messages needs a broker that tracks what it "
                 "delivered (Pulsar); negative_acknowledge each message instead"
             )
         for partition in self._partitions:
-            if not partition.is_connected:
-                continue  # its resubscription redelivers everything unacknowledged anyway
-            if partition._unacked is not None:
-                partition._unacked.clear()
-            partition.window.release(self._queue.remove_window(partition.window))
-            partition._transport.redeliver(None)
+            partition.redeliver_unacknowledged()
 
     async def reconsume_later(
         self,

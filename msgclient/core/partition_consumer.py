@@ -246,10 +246,26 @@ class PartitionConsumer(ConsumerEvents):
         ):
             self._transport.redeliver(message_ids)
         else:
-            # Exclusive and Failover keep order: the broker sends everything unacked again,
-            # including what is queued here, so drop those copies (as the Java client).
-            self.window.release(self._queue.remove_window(self.window))
-            self._transport.redeliver(None)
+            # Exclusive and Failover keep order: the broker sends everything unacked again.
+            self._redeliver_all()
+
+    @property
+    def redelivers_all(self) -> bool:
+        """Whether the broker can send again everything it delivered and is unacked."""
+        return not self._transport.redelivers_by_id
+
+    def redeliver_unacknowledged(self) -> None:
+        """Everything delivered and unacked comes again (the Java client's
+        redeliverUnacknowledgedMessages); a disconnected partition's resubscription does it."""
+        if self._unacked is not None:
+            self._unacked.clear()
+        if self._connected:
+            self._redeliver_all()
+
+    def _redeliver_all(self) -> None:
+        # Including what is queued here: drop those copies (as the Java client).
+        self.window.release(self._queue.remove_window(self.window))
+        self._transport.redeliver(None)
 
     async def _send_to_dead_letter(self, messages: list[Message]) -> None:
         assert self._dead_letters is not None
