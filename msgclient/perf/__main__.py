@@ -108,7 +108,7 @@ def run_consume(url: str, args: argparse.Namespace, results: Results) -> None:
             rate = args.messages / seconds
             per_entry = kind.messages_per_entry(rate)
             print(
-                f"    written at {rate:,.0f} msg/s: about {per_entry:,.0f} messages an entry",
+                f"    written at {rate:,.0f} msg/s; messages an entry: about {per_entry:,.0f}",
                 flush=True,
             )
             backlogs[row, round_number] = written
