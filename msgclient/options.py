@@ -16,6 +16,7 @@ import attrs
 
 from msgclient.auth import Authentication
 from msgclient.core.compression import CompressionType
+from msgclient.core.crypto_key_reader import CryptoKeyReader
 from msgclient.core.message_listener import MessageListener
 from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
@@ -67,6 +68,20 @@ class ProducerAccessMode(enum.Enum):
     Exclusive = 1
     WaitForExclusive = 2
     ExclusiveWithFencing = 3
+
+
+class ConsumerCryptoFailureAction(enum.Enum):
+    """What a consumer does with a message it cannot decrypt (no crypto_key_reader, no
+    key that opens it): the official names and numbers.
+
+    FAIL: not delivered, left unacknowledged (an error is logged). DISCARD: acknowledged
+    (as a DecryptionError) and dropped. CONSUME: delivered still encrypted, and a batch as
+    one message (see docs/encryption.md).
+    """
+
+    FAIL = 0
+    DISCARD = 1
+    CONSUME = 2
 
 
 MessageRouter = Callable[["OutgoingMessage", int], int]
@@ -150,6 +165,16 @@ def _optional_instance(kind: type) -> Callable[[Any, attrs.Attribute[Any], Any],
         _check(value is None or isinstance(value, kind), attribute.name, value, expected)
 
     return validate
+
+
+def _key_names(value: object) -> tuple[str, ...]:
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) and i for i in items):
+        raise InvalidConfigurationError(
+            f"option encryption_keys={value!r} is invalid: expected a key name (a non-empty "
+            "str) or a list of them"
+        )
+    return tuple(dict.fromkeys(items))  # each name once, in order
 
 
 def _name_or_random(value: str | None) -> str:
@@ -341,6 +366,12 @@ class ProducerOptions:
     # The payloads' schema, told to the broker in PRODUCER (None: raw bytes, as the
     # official client's BytesSchema). Payloads are encoded above the core (msgclient.schema).
     schema: SchemaInfo | None = attrs.field(default=None, validator=_optional_instance(SchemaInfo))
+    # End-to-end encryption (docs/encryption.md): each entry's payload is encrypted with a
+    # data key wrapped for each of these key names, whose public keys crypto_key_reader gives.
+    encryption_keys: tuple[str, ...] = attrs.field(default=(), converter=_key_names)
+    crypto_key_reader: CryptoKeyReader | None = attrs.field(
+        default=None, validator=_optional_instance(CryptoKeyReader)
+    )
     # -- Kafka only (the Pulsar adapter ignores these) --
     # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
     acks: int = attrs.field(default=-1, validator=_one_of(0, 1, -1))
@@ -364,6 +395,12 @@ class ProducerOptions:
             "message_router",
             self.message_router,
             "a callable exactly when message_routing_mode is CustomPartition",
+        )
+        _check(
+            not self.encryption_keys or self.crypto_key_reader is not None,
+            "crypto_key_reader",
+            self.crypto_key_reader,
+            "a CryptoKeyReader (e.g. FileCryptoKeyReader) when encryption_keys are given",
         )
 
 
@@ -580,6 +617,15 @@ class ConsumerOptions:
     # loop for every message instead of receive() (msgclient/core/message_listener.py).
     message_listener: MessageListener | None = attrs.field(
         default=None, validator=_optional_callable
+    )
+    # -- Pulsar only --
+    # Decrypts end-to-end encrypted messages (docs/encryption.md); what to do with those it
+    # cannot decrypt (or all encrypted ones, without a reader).
+    crypto_key_reader: CryptoKeyReader | None = attrs.field(
+        default=None, validator=_optional_instance(CryptoKeyReader)
+    )
+    crypto_failure_action: ConsumerCryptoFailureAction = attrs.field(
+        default=ConsumerCryptoFailureAction.FAIL, validator=_member_of(ConsumerCryptoFailureAction)
     )
     # -- Kafka only (the Pulsar adapter ignores these) --
     session_timeout_ms: int = attrs.field(default=45_000, validator=_int_at_least(1))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
 from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.core.crypto_key_reader import CryptoError
 from msgclient.errors import (
     BrokerError,
     ChecksumMismatchError,
@@ -22,6 +23,7 @@ from msgclient.errors import (
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import first_and_last_ids, message_ids
 from msgclient.options import (
+    ConsumerCryptoFailureAction,
     ConsumerOptions,
     ConsumerType,
     InitialPosition,
@@ -36,6 +38,7 @@ from protocols.pulsarwire.acks import (
     ack_set,
     redeliver_commands,
 )
+from protocols.pulsarwire.encryption import make_decryptor, undecrypted_message
 from protocols.pulsarwire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     MESSAGE_SIZE_FRAME_PADDING,
@@ -109,6 +112,8 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._skip_from: PulsarMessageId | None = None  # armed for the first dispatch
         self._seeking = False
         self._max_entry_size = DEFAULT_MAX_FRAME_SIZE  # until CONNECTED says otherwise
+        reader = options.crypto_key_reader
+        self._decryptor = None if reader is None else make_decryptor(reader)
 
     # -- ConsumerTransport --------------------------------------------------------------
 
@@ -263,8 +268,14 @@ class PulsarConsumerTransport(ConsumerTransport):
     # -- from the session ---------------------------------------------------------------
 
     def on_message(self, frame: Frame) -> None:
+        decrypted = True
         try:
-            messages = decode_entry(frame, self._topic, self._partition, self._max_entry_size)
+            messages = decode_entry(
+                frame, self._topic, self._partition, self._max_entry_size, self._decryptor
+            )
+        except CryptoError as error:
+            messages = self._decryption_failed(frame, error)
+            decrypted = False  # an undecrypted batch is one message: no batch acker
         except (ProtocolError, InvalidConfigurationError) as error:
             self._discard(frame, error)
             return
@@ -281,7 +292,7 @@ class PulsarConsumerTransport(ConsumerTransport):
             self.flow(count - len(messages))
         if not messages:
             return
-        if metadata.HasField("num_messages_in_batch"):
+        if decrypted and metadata.HasField("num_messages_in_batch"):
             entry = frame.command.message.message_id
             if len(messages) == count:
                 indexes = set(range(count))
@@ -374,6 +385,32 @@ class PulsarConsumerTransport(ConsumerTransport):
             reason = pb.CommandAck.BatchDeSerializeError
         else:
             reason = pb.CommandAck.DecompressionError
+        self._ack_invalid(message_id, reason)
+
+    def _decryption_failed(self, frame: Frame, error: CryptoError) -> list[Message]:
+        """What crypto_failure_action delivers of an entry that cannot be decrypted (the
+        official client's ConsumerImpl.decryptMessageIfNeeded); the caller gives back the
+        permits of what is not delivered."""
+        message_id = frame.command.message.message_id
+        where = f"{self._topic} entry {message_id.ledgerId}:{message_id.entryId}"
+        action = self._options.crypto_failure_action
+        if action is ConsumerCryptoFailureAction.CONSUME:
+            log.warning(
+                "%s delivered undecrypted (crypto_failure_action CONSUME): %s", where, error
+            )
+            return [undecrypted_message(frame, self._topic, self._partition)]
+        if action is ConsumerCryptoFailureAction.DISCARD:
+            log.warning("%s discarded (crypto_failure_action DISCARD): %s", where, error)
+            self._ack_invalid(message_id, pb.CommandAck.DecryptionError)
+            return []
+        # FAIL: the broker keeps it unacknowledged and sends it again after a reconnect.
+        log.error("%s not delivered (crypto_failure_action FAIL): %s", where, error)
+        return []
+
+    def _ack_invalid(
+        self, message_id: pb.MessageIdData, reason: pb.CommandAck.ValidationError.ValueType
+    ) -> None:
+        """Acknowledge an entry that is not delivered, saying why."""
         ack = pb.CommandAck(
             consumer_id=self.consumer_id,
             ack_type=INDIVIDUAL,

@@ -12,6 +12,7 @@ from msgclient.core.pending_queue import OpSend
 from msgclient.errors import ConnectionClosedError, MessageTooBigError, OperationTimeoutError
 from msgclient.message import MessageId
 from msgclient.options import ProducerOptions
+from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -48,7 +49,11 @@ class PulsarProducerTransport(ProducerTransport):
         codec = None
         if options.compression_type is not CompressionType.NONE:
             codec = get_codec(options.compression_type)  # fails early if the package is missing
-        self._encoder = SendEncoder(self.producer_id, options.compression_type, codec)
+        encryptor = None
+        if options.encryption_keys:
+            assert options.crypto_key_reader is not None  # ProducerOptions checked it
+            encryptor = make_encryptor(options.encryption_keys, options.crypto_key_reader)
+        self._encoder = SendEncoder(self.producer_id, options.compression_type, codec, encryptor)
         self._connection: PulsarConnection | None = None
         self._epoch = 0
         # The topic's epoch the broker gave an exclusive producer: sent again on reconnect,
@@ -67,6 +72,7 @@ class PulsarProducerTransport(ProducerTransport):
             request_id=request_id,
             epoch=self._epoch,
             user_provided_producer_name=self._options.producer_name is not None,
+            encrypted=bool(self._options.encryption_keys),
             producer_access_mode=self._options.access_mode.value,  # type: ignore[arg-type]
         )
         if self._topic_epoch is not None:
@@ -105,7 +111,8 @@ class PulsarProducerTransport(ProducerTransport):
         # As the official client: the version the broker gave the schema goes in every
         # message's metadata (a consumer decodes with it); an empty one is none (pulsar-lite
         # answers b"").
-        self._encoder.schema_version = success.schema_version or None
+        schema_version = success.schema_version or None
+        self._encoder.schema_version = schema_version
         if success.HasField("topic_epoch"):
             self._topic_epoch = success.topic_epoch
         self._connection = connection
@@ -114,6 +121,7 @@ class PulsarProducerTransport(ProducerTransport):
             producer_name=success.producer_name,
             last_sequence_id=success.last_sequence_id,
             max_message_size=session.max_message_size,
+            schema_version=schema_version,
         )
 
     def encode(self, op: OpSend) -> bytes:

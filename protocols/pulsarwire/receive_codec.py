@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
@@ -16,9 +17,13 @@ from msgclient.core.compression import CompressionType, get_codec
 from msgclient.errors import MalformedFrameError
 from msgclient.message import Message
 from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
+from protocols.pulsarwire.encryption import decrypt_entry
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+
+if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
+    from msgclient.core.message_crypto import MessageDecryptor
 
 _U32 = struct.Struct(">I")
 # The smallest batch record: a u32 metadata size and the 2-byte payload_size field.
@@ -26,7 +31,11 @@ _MIN_RECORD = 6
 
 
 def decode_entry(
-    frame: Frame, topic: str, partition: int, max_size: int = DEFAULT_MAX_FRAME_SIZE
+    frame: Frame,
+    topic: str,
+    partition: int,
+    max_size: int = DEFAULT_MAX_FRAME_SIZE,
+    decryptor: MessageDecryptor | None = None,
 ) -> Sequence[Message]:
     """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked
     (a batch entry as a BatchEntry: columns, Messages made on access).
@@ -34,7 +43,8 @@ def decode_entry(
     No entry decodes to more than ``max_size`` bytes (the broker's maximum message size
     and the frame padding), whatever its metadata declares: a payload that claims to
     decompress to more, or a batch that claims more records than its bytes can hold, is
-    refused before anything is allocated for it."""
+    refused before anything is allocated for it. An encrypted entry is decrypted first
+    (CryptoError when it cannot be)."""
     if frame.checksum_error is not None:
         raise frame.checksum_error
     command = frame.command.message
@@ -42,6 +52,8 @@ def decode_entry(
     if metadata is None or frame.payload is None:
         raise MalformedFrameError("MESSAGE frame without metadata or payload")
     payload = frame.payload
+    if metadata.encryption_keys:  # end-to-end encrypted: decrypted before decompressing
+        payload = decrypt_entry(metadata, payload, decryptor)
     if metadata.compression != pb.NONE:
         if metadata.uncompressed_size > max_size:
             raise MalformedFrameError(

@@ -12,13 +12,18 @@ import base64
 import struct
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from msgclient.core.compression import Codec, CompressionType
 from msgclient.core.pending_queue import OpSend
 from msgclient.core.routing import pulsar_key
 from msgclient.message import OutgoingMessage
+from protocols.pulsarwire.encryption import encrypt_entry
 from protocols.pulsarwire.framing import encode_payload_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+
+if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
+    from msgclient.core.message_crypto import MessageEncryptor
 
 _U32 = struct.Struct(">I").pack
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
@@ -126,12 +131,19 @@ def batch_payload(messages: list[OutgoingMessage]) -> bytes:
 class SendEncoder:
     """Encodes ops of one producer; holds what is the same for all of them."""
 
-    def __init__(self, producer_id: int, compression: CompressionType, codec: Codec | None) -> None:
+    def __init__(
+        self,
+        producer_id: int,
+        compression: CompressionType,
+        codec: Codec | None,
+        encryptor: MessageEncryptor | None = None,
+    ) -> None:
         self.producer_id = producer_id
         self.producer_name = ""  # set by the broker at registration
         self.schema_version: bytes | None = None  # set by the broker at registration
         self._compression = compression.value
         self._codec = codec
+        self._encryptor = encryptor
 
     def encode(self, op: OpSend) -> bytes:
         first = op.messages[0]
@@ -175,5 +187,7 @@ class SendEncoder:
             metadata.compression = self._compression  # type: ignore[assignment]
             metadata.uncompressed_size = len(payload)
             payload = self._codec.compress(payload)
+        if self._encryptor is not None:  # after compression, as the official clients
+            payload = encrypt_entry(metadata, payload, self._encryptor)
         command = pb.BaseCommand(type=pb.BaseCommand.SEND, send=send)
         return encode_payload_command(command, metadata.SerializeToString(), payload)

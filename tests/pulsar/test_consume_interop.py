@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pulsar
@@ -81,11 +82,11 @@ def compressions_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
 
     def recording_decode(
-        frame: Frame, topic: str, partition: int, max_size: int
-    ) -> list[msgclient.Message]:
+        frame: Frame, topic: str, partition: int, max_size: int, decryptor: Any
+    ) -> Sequence[msgclient.Message]:
         assert frame.metadata is not None
         seen.append(frame.metadata.compression)
-        return decode_entry(frame, topic, partition, max_size)
+        return decode_entry(frame, topic, partition, max_size, decryptor)
 
     monkeypatch.setattr(pulsarwire_consumer, "decode_entry", recording_decode)
     return seen
