@@ -141,13 +141,15 @@ def raw_batch(
 def assert_message(
     message: Message,
     offset: int,
-    value: bytes,
+    value: bytes | None,
     key: bytes | None = None,
     headers: Mapping[str, str] | None = None,
     timestamp: int = NOW,
     sequence: int = -1,
 ) -> None:
     assert message.value() == value
+    assert message.has_null_value() == (value is None)
+    assert message.data() == (value or b"")
     assert message.message_id() == KafkaMessageId(TOPIC, PARTITION, offset)
     assert message.topic_name() == f"{TOPIC}-{PARTITION}"  # the partition's name, as on Pulsar
     assert message.key_bytes() == key
@@ -344,14 +346,16 @@ def test_log_append_time_stamps_every_record_with_the_max_timestamp() -> None:
     assert {m.event_timestamp() for m in decode(batch)[0]} == {NOW + 123}
 
 
-def test_tombstones_and_null_header_values_decode_to_empty() -> None:
+def test_tombstones_decode_to_null_values_and_null_header_values_to_empty() -> None:
     records = (
         raw_record(0, value=None)
         + raw_record(1, headers=[(b"h", None)])
         + raw_record(2, value=None)
     )
     messages, _ = decode(raw_batch(records, 3))
-    assert [m.value() for m in messages] == [b"", b"v", b""]
+    assert [m.value() for m in messages] == [None, b"v", None]
+    assert [m.has_null_value() for m in messages] == [True, False, True]
+    assert [m.data() for m in messages] == [b"", b"v", b""]
     assert messages[1].properties() == {"h": ""}
 
 
@@ -386,7 +390,7 @@ def test_runs_of_plain_records_with_gaps_and_interruptions() -> None:
         (5, b"eeee", None, {}, NOW + 1),
         (6, b"ffff", b"k", {}, NOW),
         (7, b"gggg", None, {}, NOW + 1),
-        (8, b"", None, {}, NOW + 1),
+        (8, None, None, {}, NOW + 1),
         (9, b"hh", None, {}, NOW),
         (10, b"", None, {"": ""}, NOW),
         (11, b"iiii", None, {}, NOW + 1),
@@ -480,7 +484,7 @@ def test_we_read_what_kafka_python_writes(codec: CompressionType) -> None:
         assert_message(
             message,
             1000 + offset,
-            value or b"",
+            value,
             key,
             {name: (text or b"").decode("utf-8", "surrogateescape") for name, text in headers}
             or None,
