@@ -403,8 +403,16 @@ class PulsarConsumerTransport(ConsumerTransport):
             log.warning("%s discarded (crypto_failure_action DISCARD): %s", where, error)
             self._ack_invalid(message_id, pb.CommandAck.DecryptionError)
             return []
-        # FAIL: the broker keeps it unacknowledged and sends it again after a reconnect.
+        # FAIL: the broker keeps it unacknowledged and sends it again after a reconnect;
+        # with an ack timeout, after the timeout too (the official consumer puts it in its
+        # ack-timeout tracker), so it is tried again once the key may be there.
         log.error("%s not delivered (crypto_failure_action FAIL): %s", where, error)
+        timeout_ms = self._options.unacked_messages_timeout_ms
+        if timeout_ms:
+            entry: list[MessageId] = [
+                PulsarMessageId(message_id.ledgerId, message_id.entryId, self._partition)
+            ]
+            asyncio.get_running_loop().call_later(timeout_ms / 1000, self.redeliver, entry)
         return []
 
     def _ack_invalid(
