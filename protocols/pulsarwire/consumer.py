@@ -409,10 +409,10 @@ class PulsarConsumerTransport(ConsumerTransport):
         log.error("%s not delivered (crypto_failure_action FAIL): %s", where, error)
         timeout_ms = self._options.unacked_messages_timeout_ms
         if timeout_ms:
-            entry: list[MessageId] = [
+            again: list[MessageId] = [
                 PulsarMessageId(message_id.ledgerId, message_id.entryId, self._partition)
             ]
-            asyncio.get_running_loop().call_later(timeout_ms / 1000, self.redeliver, entry)
+            asyncio.get_running_loop().call_later(timeout_ms / 1000, self.redeliver, again)
         return []
 
     def _ack_invalid(
