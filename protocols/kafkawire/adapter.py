@@ -124,6 +124,12 @@ class KafkaBackend(ProtocolBackend):
                 "takes any number of producers (Shared, the default, is the only mode on Kafka)"
             )
         _refuse_schema(options.schema)
+        if options.encryption_keys or options.crypto_key_reader is not None:
+            # Ignoring them would send plaintext the application believes encrypted.
+            raise NotSupportedError(
+                "options encryption_keys and crypto_key_reader are Pulsar only: msgclient does "
+                "not encrypt Kafka records (there is no agreed format for it)"
+            )
         base, _ = split_partition_name(topic)
         return KafkaProducerTransport(self, base, partition, options, events)
 
@@ -141,6 +147,11 @@ class KafkaBackend(ProtocolBackend):
                 "Exclusive (a consumer group) and more partitions."
             )
         _refuse_schema(options.schema)
+        if options.crypto_key_reader is not None:
+            raise NotSupportedError(
+                "option crypto_key_reader is Pulsar only: msgclient does not decrypt Kafka "
+                "records (there is no agreed format for it)"
+            )
 
     def consumer_transport(
         self,

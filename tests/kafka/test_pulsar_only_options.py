@@ -4,11 +4,13 @@ producer, or that the broker checks its schema."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 import msgclient
+from msgclient.core.crypto_key_reader import CryptoKeyReader, EncryptionKeyInfo
 from msgclient.embedded import KafkaBroker
 from msgclient.errors import NotSupportedError
 from msgclient.schema_info import SchemaInfo, SchemaType
@@ -68,3 +70,23 @@ async def test_the_defaults_and_explicit_shared_access_are_accepted(
         await producer.close()
         reader = await client.create_reader(topic, msgclient.InitialPosition.Earliest)
         await reader.close()
+
+
+class NoKeys(CryptoKeyReader):
+    """Never asked: the options are refused before any key is read."""
+
+    def get_public_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        raise AssertionError("no key should be read")
+
+    def get_private_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        raise AssertionError("no key should be read")
+
+
+async def test_encryption_is_refused_rather_than_sending_plaintext(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        with pytest.raises(NotSupportedError, match="encryption_keys and crypto_key_reader"):
+            await client.create_producer(topic, encryption_keys=["app"], crypto_key_reader=NoKeys())
+        with pytest.raises(NotSupportedError, match="crypto_key_reader is Pulsar only"):
+            await client.subscribe(topic, "g-" + topic, crypto_key_reader=NoKeys(), **GROUP)
