@@ -359,7 +359,7 @@ class ProducerOptions:
     # Create this subscription with the topic, so that nothing sent is lost before a
     # consumer subscribes (dead-letter producers use it).
     initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
-    # -- Pulsar only (the Kafka adapter ignores these) --
+    # -- Pulsar only (the Kafka adapter refuses them) --
     access_mode: ProducerAccessMode = attrs.field(
         default=ProducerAccessMode.Shared, validator=_member_of(ProducerAccessMode)
     )

@@ -4,7 +4,8 @@ Both read the same backlog of ``count`` messages, each through a Shared subscrip
 own that existed before the backlog was produced, with ``receive`` + ``acknowledge`` per
 message. Both consumers run at their defaults, which agree (receiver queue 1000, acks
 grouped for 100 ms). The clock runs from the first receive to the last acknowledgment
-handed to the client. Each kind of ``BACKLOGS`` is a row: how the backlog was written.
+handed to the client. Each kind of ``BACKLOGS`` is a row: how the backlog was written, and
+for the bulk row how it is read (each client's bulk call, both with a 10k receiver queue).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class BacklogKind:
     settings: str
     writer: str  # "pulsar-client" or "msgclient"
     options: dict[str, Any]
+    bulk: bool = False  # read with receive_many (msgclient) and batch_receive (pulsar-client)
 
     def messages_per_entry(self, rate: float) -> float:
         """About how many messages an entry holds when the writer writes ``rate`` msg/s."""
@@ -52,6 +54,15 @@ BACKLOGS = (
         {**SAME, "batching_max_publish_delay_ms": 100},
     ),
     BacklogKind(
+        "1000-batches bulk",
+        "the 1000-batches backlog read in bulk, both with a 10k receiver queue: msgclient "
+        "receive_many + acknowledge(batch), pulsar-client batch_receive (up to 10k, 10 ms) "
+        "+ acknowledge per message (it has no batch ack)",
+        "pulsar-client",
+        {**SAME, "batching_max_publish_delay_ms": 100},
+        bulk=True,
+    ),
+    BacklogKind(
         "1ms-batches",
         "written by pulsar-client with a 1 ms batch delay (else its defaults): entries of "
         "(its rate / 1000) messages",
@@ -68,11 +79,15 @@ BACKLOGS = (
 )
 
 
+BULK_QUEUE = 10_000  # the bulk row's receiver queue: ten 1000-message entries in flight
+
+
 @dataclass(frozen=True)
 class Backlog:
     service_url: str
     topic: str
     count: int
+    bulk: bool
 
 
 def make_backlog(
@@ -89,7 +104,8 @@ def make_backlog(
     finally:
         client.close()
     write = official_produce if kind.writer == "pulsar-client" else msgclient_produce
-    return Backlog(service_url, topic, count), write(service_url, topic, count, size, kind.options)
+    seconds = write(service_url, topic, count, size, kind.options)
+    return Backlog(service_url, topic, count, kind.bulk), seconds
 
 
 async def _msgclient_consume(backlog: Backlog) -> float:
@@ -98,11 +114,20 @@ async def _msgclient_consume(backlog: Backlog) -> float:
             backlog.topic,
             SUBSCRIPTIONS["msgclient"],
             consumer_type=msgclient.ConsumerType.Shared,
+            **({"receiver_queue_size": BULK_QUEUE} if backlog.bulk else {}),
         )
         receive, acknowledge = consumer.receive, consumer.acknowledge
         start = time.perf_counter()
-        for _ in range(backlog.count):
-            acknowledge(await receive(10_000))
+        if backlog.bulk:
+            received = 0
+            while received < backlog.count:
+                batch = await consumer.receive_many(timeout_millis=10_000)
+                batch.values()  # what a bulk reader reads
+                acknowledge(batch)
+                received += len(batch)
+        else:
+            for _ in range(backlog.count):
+                acknowledge(await receive(10_000))
         elapsed = time.perf_counter() - start
         await consumer.close()
     return elapsed
@@ -119,13 +144,35 @@ def official_consume(backlog: Backlog) -> float:
 
     client = pulsar.Client(backlog.service_url, logger=quiet_logger())
     try:
+        bulk: dict[str, Any] = {}
+        if backlog.bulk:
+            bulk = {
+                "receiver_queue_size": BULK_QUEUE,
+                "batch_receive_policy": pulsar.ConsumerBatchReceivePolicy(BULK_QUEUE, -1, 10),
+            }
         consumer = client.subscribe(
-            backlog.topic, SUBSCRIPTIONS["pulsar-client"], consumer_type=pulsar.ConsumerType.Shared
+            backlog.topic,
+            SUBSCRIPTIONS["pulsar-client"],
+            consumer_type=pulsar.ConsumerType.Shared,
+            **bulk,
         )
         receive, acknowledge = consumer.receive, consumer.acknowledge
         start = time.perf_counter()
-        for _ in range(backlog.count):
-            acknowledge(receive(10_000))
+        if backlog.bulk:
+            received, last_seen = 0, start
+            while received < backlog.count:
+                messages = consumer.batch_receive()
+                for message in messages:
+                    message.data()
+                    acknowledge(message)
+                received += len(messages)
+                if messages:
+                    last_seen = time.perf_counter()
+                elif time.perf_counter() - last_seen > 10:  # as receive(10_000) would
+                    raise RuntimeError(f"pulsar-client: nothing for 10 s after {received}")
+        else:
+            for _ in range(backlog.count):
+                acknowledge(receive(10_000))
         elapsed = time.perf_counter() - start
         consumer.close()
     finally:
