@@ -15,7 +15,7 @@ import logging
 import ssl
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from msgclient.errors import (
     ConnectError,
@@ -92,11 +92,12 @@ class Connection(asyncio.Protocol, Generic[S]):
     # -- asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport; uvloop's are not subclasses of asyncio.Transport but behave
+        # alike, so no isinstance check.
+        self._transport = stream = cast(asyncio.Transport, transport)
         # Bytes wait in the senders (bounded by the memory limit), not in an unbounded
         # socket buffer, while the peer does not read.
-        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        stream.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
         self._last_received = self._loop.time()
         self._keepalive_timer = self._loop.call_later(self._keepalive_interval, self._keepalive)
 
