@@ -10,6 +10,7 @@ from msgclient.auth import (
 )
 from msgclient.client import Client
 from msgclient.consumer import Consumer, ConsumerStats
+from msgclient.core.cluster_failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.core.compression import CompressionType
 from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.errors import (
@@ -70,6 +71,7 @@ __all__ = [
     "AuthenticationOauth2",
     "AuthenticationTLS",
     "AuthenticationToken",
+    "AutoClusterFailover",
     "BatchReceivePolicy",
     "BatchingType",
     "BrokerError",
@@ -114,6 +116,8 @@ __all__ = [
     "Reader",
     "ReceiveTimeoutError",
     "SendTimeoutError",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "SubscriptionMode",
     "TooManyRequestsError",
     "TopicLookupError",

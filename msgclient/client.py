@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from msgclient.adapter import (
     ConsumerEvents,
@@ -18,12 +21,25 @@ from msgclient.adapter import (
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
 from msgclient.core.backoff import Backoff
+from msgclient.core.cluster_failover import (
+    AutoClusterFailover,
+    ClusterFailover,
+    ServiceInfo,
+    ServiceInfoProvider,
+    SwitchableBackend,
+)
 from msgclient.core.dead_letters import DeadLetterRouter
 from msgclient.core.limits import Limit
 from msgclient.core.partition_consumer import PartitionConsumer
 from msgclient.core.partition_producer import PartitionProducer
 from msgclient.core.receive_queue import ReceiveQueue
-from msgclient.errors import AlreadyClosedError, InvalidConfigurationError, InvalidTopicNameError
+from msgclient.errors import (
+    AlreadyClosedError,
+    InvalidConfigurationError,
+    InvalidServiceUrlError,
+    InvalidTopicNameError,
+    MsgClientError,
+)
 from msgclient.message import Message, MessageId
 from msgclient.options import (
     ClientOptions,
@@ -39,22 +55,150 @@ from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
 from msgclient.url import parse_service_url
 
+log = logging.getLogger(__name__)
+
 
 class Client(AsyncClosing):
     """A client for one cluster: ``Client("pulsar://localhost:6650", **options)``.
 
     Options are those of ``ClientOptions``; a bad URL, an unknown scheme or a bad option
     raises at once. Connections open on first use. Use ``async with`` or ``await close()``.
+
+    As the official client, ``service_url`` may instead be an ``AutoClusterFailover`` or a
+    ``ServiceInfoProvider`` (Pulsar only; docs/failover.md): the client then switches
+    clusters at run time, and each cluster's ``ServiceInfo`` carries its authentication
+    and TLS trust (the ``authentication`` and ``tls_trust_certs_file_path`` options are
+    refused). Such a client must be created on its event loop, where its probes run.
     """
 
-    def __init__(self, service_url: str, **options: Any) -> None:
-        self.service_url = parse_service_url(service_url)
-        self.options = build(ClientOptions, "client", options)
+    def __init__(
+        self, service_url: str | AutoClusterFailover | ServiceInfoProvider, **options: Any
+    ) -> None:
+        service = self._initial_service(service_url, options)
+        self.service_url = parse_service_url(service.service_url)
+        self.options = build(ClientOptions, "client", {**options, **_service_options(service)})
         self._backend: ProtocolBackend = load_backend(self.service_url, self.options)
         self._memory = Limit(self.options.memory_limit)
         self._producers: set[Producer] = set()
         self._consumers: set[Consumer] = set()
         self._closed = False
+        self._service = service
+        self._failover: ClusterFailover | None = None
+        self._provider: ServiceInfoProvider | None = None
+        if isinstance(service_url, str):
+            return
+        backend = self._switchable()
+        for info in service_url.secondary if isinstance(service_url, AutoClusterFailover) else ():
+            if not backend.serves(parse_service_url(info.service_url)):
+                raise InvalidServiceUrlError(
+                    f"secondary cluster {info.service_url!r}: the client's protocol adapter "
+                    f"(for {self.service_url.scheme}://) does not serve it"
+                )
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise InvalidConfigurationError(
+                f"a Client with {type(service_url).__name__} must be created on a running "
+                "event loop: its cluster switches happen there"
+            ) from None
+        if isinstance(service_url, AutoClusterFailover):
+            timeout = min(service_url.check_interval_ms, self.options.connection_timeout_ms)
+            self._failover = ClusterFailover(
+                service_url,
+                lambda info: backend.probe(parse_service_url(info.service_url), timeout / 1000),
+                self._use_service,
+            )
+            self._failover.start()
+        else:
+            self._provider = service_url
+            service_url.initialize(self._on_service_info_update)
+
+    @staticmethod
+    def _initial_service(
+        service_url: str | AutoClusterFailover | ServiceInfoProvider, options: dict[str, Any]
+    ) -> ServiceInfo:
+        if isinstance(service_url, str):
+            return ServiceInfo(
+                service_url,
+                options.get("authentication"),
+                options.get("tls_trust_certs_file_path"),
+            )
+        if not isinstance(service_url, AutoClusterFailover | ServiceInfoProvider):
+            raise InvalidServiceUrlError(
+                f"service_url={service_url!r} is invalid: expected a str, an "
+                "AutoClusterFailover or a ServiceInfoProvider"
+            )
+        for option in ("authentication", "tls_trust_certs_file_path"):
+            if options.get(option) is not None:
+                raise InvalidConfigurationError(
+                    f"option {option} is not taken with {type(service_url).__name__}: "
+                    "set it on each ServiceInfo"
+                )
+        if isinstance(service_url, AutoClusterFailover):
+            return service_url.primary
+        initial = service_url.initial_service_info()
+        if not isinstance(initial, ServiceInfo):
+            raise InvalidConfigurationError(
+                f"{type(service_url).__name__}.initial_service_info() returned {initial!r}: "
+                "expected a ServiceInfo"
+            )
+        return initial
+
+    @property
+    def service_info(self) -> ServiceInfo:
+        """The cluster in use (the official client's ``get_service_info``)."""
+        return self._service
+
+    def update_service_info(self, service_info: ServiceInfo) -> None:
+        """Switch to another cluster now (Pulsar only): every connection is dropped, and
+        every producer and consumer reconnects through a lookup there, resending what it
+        had pending. Call it on the client's loop. A bad ``service_info`` raises, changing
+        nothing. With an ``AutoClusterFailover``, its next probes may switch again."""
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        if not isinstance(service_info, ServiceInfo):
+            raise InvalidConfigurationError(
+                f"service_info={service_info!r} is invalid: expected a ServiceInfo"
+            )
+        self._use_service(service_info)
+
+    def _switchable(self) -> SwitchableBackend:
+        if not isinstance(self._backend, SwitchableBackend):
+            raise InvalidConfigurationError(
+                f"cluster failover is not offered for {self.service_url.scheme}:// service URLs"
+            )
+        return self._backend
+
+    def _use_service(self, service: ServiceInfo) -> None:
+        backend = self._switchable()
+        url = parse_service_url(service.service_url)
+        if not backend.serves(url):
+            raise InvalidServiceUrlError(
+                f"{service.service_url!r}: the client's protocol adapter (for "
+                f"{self.service_url.scheme}://) does not serve it"
+            )
+        options = attrs.evolve(self.options, **_service_options(service))
+        backend.switch_service(url, options)
+        log.warning("switched to the cluster at %s", service.service_url)
+        self.service_url, self.options, self._service = url, options, service
+
+    def _on_service_info_update(self, service: ServiceInfo) -> None:
+        """A ServiceInfoProvider's update, from any thread: the switch runs on the loop."""
+        if not isinstance(service, ServiceInfo):
+            raise InvalidConfigurationError(
+                f"service info update {service!r} is invalid: expected a ServiceInfo"
+            )
+        if not self._closed:
+            self._loop.call_soon_threadsafe(self._apply_update, service)
+
+    def _apply_update(self, service: ServiceInfo) -> None:
+        if self._closed:
+            return
+        try:
+            self._use_service(service)
+        except MsgClientError:
+            # The provider's thread is not waiting for an answer: the error is logged.
+            log.exception("service info update to %s refused", service.service_url)
 
     @property
     def memory_used(self) -> int:
@@ -310,11 +454,23 @@ class Client(AsyncClosing):
         if self._closed:
             return
         self._closed = True
+        if self._failover is not None:
+            await self._failover.close()
+        if self._provider is not None:
+            self._provider.close()
         consumers = list(self._consumers)
         await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)
         producers = list(self._producers)
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()
+
+
+def _service_options(service: ServiceInfo) -> dict[str, Any]:
+    """The client options a cluster's ServiceInfo sets."""
+    return {
+        "authentication": service.authentication,
+        "tls_trust_certs_file_path": service.tls_trust_certs_file_path,
+    }
 
 
 async def _close_member(member: PartitionProducer | PartitionConsumer) -> None:

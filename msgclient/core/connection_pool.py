@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Generic
 
 from msgclient.core.connection import Connection, S
-from msgclient.errors import AlreadyClosedError
+from msgclient.errors import AlreadyClosedError, ConnectionClosedError
 
 Connector = Callable[[str, str], Awaitable[Connection[S]]]
 PoolKey = tuple[str, str, int]
@@ -59,7 +59,8 @@ class ConnectionPool(Generic[S]):
         try:
             connection = await self._connector(key[0], key[1])
         except BaseException:
-            self._connections.pop(key, None)
+            if self._connections.get(key) is asyncio.current_task():  # not a newer attempt
+                del self._connections[key]
             raise
         connection.closed.add_done_callback(lambda _: self._evict(key, connection))
         return connection
@@ -68,6 +69,19 @@ class ConnectionPool(Generic[S]):
         task = self._connections.get(key)
         if task is not None and task.done() and _result(task) is connection:
             del self._connections[key]
+
+    def drop_all(self, reason: str) -> None:
+        """Drop every connection, open or still opening, and stay usable: the next caller
+        opens a new one. Their producers and consumers see the connection lost and
+        reconnect (a cluster switch sends them all through a lookup on the new cluster).
+
+        Dropped at once, not flushed: what they buffered is resent after the reconnect,
+        and a cluster that is unreachable would never take the flush."""
+        tasks, self._connections = list(self._connections.values()), {}
+        error = ConnectionClosedError(reason)
+        for task in tasks:
+            # One still opening was asked for before the switch: drop it once it opens.
+            task.add_done_callback(lambda done: _abort(done, error))
 
     async def close(self) -> None:
         """Close every connection; later ``get_connection`` calls fail with AlreadyClosedError."""
@@ -95,6 +109,12 @@ def _result(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:
     if task.cancelled() or task.exception() is not None:
         return None
     return task.result()
+
+
+def _abort(task: asyncio.Task[Connection[S]], error: ConnectionClosedError) -> None:
+    connection = _result(task)
+    if connection is not None:
+        connection.abort(error)
 
 
 def _open_connection(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:

@@ -33,6 +33,13 @@ class LookupService(ABC):
 
     def __init__(self) -> None:
         self._in_flight: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._generation = 0  # counts service switches
+
+    def forget_in_flight(self) -> None:
+        """The service changed (a cluster switch): lookups in flight ask the old one, so
+        their callers ask again, and new callers do not join them."""
+        self._generation += 1
+        self._in_flight.clear()
 
     async def get_partition_count(self, topic: str) -> int:
         """Partitions of ``topic``; 0 for a topic that is not partitioned."""
@@ -49,11 +56,25 @@ class LookupService(ABC):
     async def _fetch_broker(self, topic: str) -> BrokerAddress: ...
 
     async def _once(self, key: tuple[str, str], fetch: Callable[[], Awaitable[T]]) -> T:
-        future: asyncio.Future[T] | None = self._in_flight.get(key)
-        if future is None:
-            future = asyncio.ensure_future(fetch())
-            self._in_flight[key] = future
-            future.add_done_callback(lambda _: self._in_flight.pop(key, None))
-            # Its callers may all have gone (cancelled, closed): its failure is theirs.
-            future.add_done_callback(lambda f: f.cancelled() or f.exception())
-        return await asyncio.shield(future)
+        while True:
+            generation = self._generation
+            future: asyncio.Future[T] | None = self._in_flight.get(key)
+            if future is None:
+                future = asyncio.ensure_future(fetch())
+                self._in_flight[key] = future
+                future.add_done_callback(lambda done: self._forget(key, done))
+                # Its callers may all have gone (cancelled, closed): its failure is theirs.
+                future.add_done_callback(lambda f: f.cancelled() or f.exception())
+            try:
+                answer = await asyncio.shield(future)
+            except Exception:
+                if generation == self._generation:
+                    raise
+                continue  # the old cluster's failure: ask the new one
+            if generation == self._generation:
+                return answer
+            # The answer names a broker of the cluster the client has left: ask again.
+
+    def _forget(self, key: tuple[str, str], future: asyncio.Future[Any]) -> None:
+        if self._in_flight.get(key) is future:  # not a newer lookup of the same key
+            del self._in_flight[key]

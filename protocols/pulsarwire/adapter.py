@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 
@@ -44,32 +45,12 @@ CLIENT_VERSION = f"msgclient-{__version__}"
 
 class PulsarBackend(ProtocolBackend):
     def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
-        if url.scheme not in DEFAULT_PORTS:
-            raise InvalidServiceUrlError(
-                f"{url.raw!r}: the Pulsar adapter serves pulsar:// and pulsar+ssl://"
-            )
-        self.default_port = DEFAULT_PORTS[url.scheme]
-        self._options = options
-        self._use_tls = url.scheme == TLS_SCHEME
-        self._authentication = auth = options.authentication
-        certificate = auth.client_certificate if auth is not None else None
-        if certificate is not None and not self._use_tls:
-            raise InvalidConfigurationError(
-                f"option authentication={auth!r} needs a pulsar+ssl:// service "
-                "URL: its certificate goes in the TLS handshake"
-            )
-        self._ssl_context = client_ssl_context(options, certificate) if self._use_tls else None
-        if auth is not None:
-            auth.start(options)
-        addresses = [
-            f"{url.scheme}://{host}:{port}"
-            for host, port in url.with_default_port(self.default_port)
-        ]
+        self._use_service(url, options)
         self.pool: ConnectionPool[PulsarSession] = ConnectionPool(
             self._connect, options.connections_per_broker
         )
         self.lookup = PulsarLookupService(
-            self.pool, addresses, self._use_tls, options.max_lookup_redirects
+            self.pool, self._addresses(url), self._use_tls, options.max_lookup_redirects
         )
         # Ids only need to be unique per connection, but some brokers (pulsar-lite) key
         # consumers by id per subscription: clients that all start at 0 would collide on a
@@ -77,6 +58,64 @@ class PulsarBackend(ProtocolBackend):
         first_id = random.randrange(2**31)
         self._producer_ids = itertools.count(first_id)
         self._consumer_ids = itertools.count(first_id)
+
+    def _use_service(self, url: ServiceUrl, options: ClientOptions) -> None:
+        """Check ``url`` and ``options`` (authentication, TLS trust), then adopt them: a
+        bad one raises and leaves the service in use unchanged."""
+        if not self.serves(url):
+            raise InvalidServiceUrlError(
+                f"{url.raw!r}: the Pulsar adapter serves pulsar:// and pulsar+ssl://"
+            )
+        use_tls = url.scheme == TLS_SCHEME
+        auth = options.authentication
+        certificate = auth.client_certificate if auth is not None else None
+        if certificate is not None and not use_tls:
+            raise InvalidConfigurationError(
+                f"option authentication={auth!r} needs a pulsar+ssl:// service "
+                "URL: its certificate goes in the TLS handshake"
+            )
+        ssl_context = client_ssl_context(options, certificate) if use_tls else None
+        if auth is not None:
+            auth.start(options)
+        self.default_port = DEFAULT_PORTS[url.scheme]
+        self._options = options
+        self._use_tls = use_tls
+        self._authentication = auth
+        self._ssl_context = ssl_context
+
+    def _addresses(self, url: ServiceUrl) -> list[str]:
+        return [
+            f"{url.scheme}://{host}:{port}"
+            for host, port in url.with_default_port(DEFAULT_PORTS[url.scheme])
+        ]
+
+    # -- cluster failover (msgclient.core.cluster_failover.SwitchableBackend) -------------
+
+    def serves(self, url: ServiceUrl) -> bool:
+        return url.scheme in DEFAULT_PORTS
+
+    def switch_service(self, url: ServiceUrl, options: ClientOptions) -> None:
+        """Use another cluster: later lookups go to ``url``, with ``options``'
+        authentication and TLS trust; every connection is dropped, so every producer and
+        consumer reconnects through a lookup there."""
+        self._use_service(url, options)
+        self.lookup.switch_service(self._addresses(url), self._use_tls)
+        self.pool.drop_all(f"the client switched to the cluster at {url.raw}")
+
+    async def probe(self, url: ServiceUrl, timeout: float) -> bool:
+        """Whether a host of ``url`` accepts a TCP connection within ``timeout`` (the
+        Java client's AutoClusterFailover probe)."""
+        for host, port in url.with_default_port(DEFAULT_PORTS[url.scheme]):
+            try:
+                async with asyncio.timeout(timeout):
+                    _, writer = await asyncio.open_connection(host, port)
+            except (OSError, TimeoutError):
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):  # a reset as it closes: it did answer
+                await writer.wait_closed()
+            return True
+        return False
 
     def new_producer_id(self) -> int:
         return next(self._producer_ids)

@@ -32,6 +32,12 @@ class PulsarLookupService(LookupService):
         self._use_tls = use_tls
         self._max_redirects = max_redirects
 
+    def switch_service(self, service_addresses: list[str], use_tls: bool) -> None:
+        """Look up on another cluster from now on (cluster failover)."""
+        self._service_addresses = itertools.cycle(service_addresses)
+        self._use_tls = use_tls
+        self.forget_in_flight()
+
     def service_address(self) -> str:
         """The next service URL host, round robin (a cluster may list several)."""
         return next(self._service_addresses)

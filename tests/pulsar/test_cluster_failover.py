@@ -1,0 +1,321 @@
+"""Cluster failover: AutoClusterFailover, ServiceInfoProvider and update_service_info.
+
+Two embedded pulsar-lite brokers stand for two clusters. They share no data (no
+geo-replication between them): a message sent to one is only on that one, which the tests
+check, and a subscription on the secondary starts there from its initial position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import msgclient
+from msgclient import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
+from msgclient.core.cluster_failover import ClusterFailover
+from msgclient.embedded import PulsarBroker
+from tests.pulsar.helpers import wait_until, within
+
+INTERVAL_MS = 200
+SLACK_S = 3.0  # a loaded 2-core machine: probe, switch and lookup may each run late
+# Short backoffs: producers and consumers retry the stopped primary until the switch, and
+# then wait out their current backoff before the lookup on the secondary.
+CLIENT_OPTIONS = {"max_backoff_interval_ms": 300, "operation_timeout_seconds": 5}
+TASK_NAME = "msgclient-cluster-failover"
+
+
+@pytest.fixture
+def primary(make_pulsar_broker: Callable[..., PulsarBroker], tmp_path: Path) -> PulsarBroker:
+    # A data dir of its own: stop() deletes a temporary one, and the restart would be empty.
+    return make_pulsar_broker(data_dir=tmp_path / "primary")
+
+
+@pytest.fixture
+def secondary(make_pulsar_broker: Callable[..., PulsarBroker]) -> PulsarBroker:
+    return make_pulsar_broker()
+
+
+async def read_all(service_url: str, topic: str) -> list[bytes]:
+    """Every message stored on that broker's ``topic``, read by a client of its own."""
+    async with msgclient.Client(service_url) as client:
+        reader = await client.create_reader(topic, msgclient.InitialPosition.Earliest)
+        values: list[bytes] = []
+        while True:
+            try:
+                message = await reader.read_next(timeout_millis=500)
+            except msgclient.ReceiveTimeoutError:
+                return values
+            values.append(message.data())
+
+
+async def receive_data(consumer: msgclient.Consumer) -> bytes:
+    message = await within(consumer.receive())
+    await within(consumer.acknowledge(message))
+    return message.data()
+
+
+async def subscribe(client: msgclient.Client, topic: str) -> msgclient.Consumer:
+    # Shared: pulsar-lite may dispatch duplicates on Exclusive (docs: /work/shared/brokers.md).
+    return await client.subscribe(
+        topic,
+        "failover",
+        consumer_type=msgclient.ConsumerType.Shared,
+        initial_position=msgclient.InitialPosition.Earliest,
+        # Acked means stored: an ack still grouped when the primary stops would be lost,
+        # and the primary would deliver that message again after the switch back.
+        ack_receipt_enabled=True,
+    )
+
+
+async def test_fails_over_to_the_secondary_and_switches_back(
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str
+) -> None:
+    policy = AutoClusterFailover(
+        ServiceInfo(primary.service_url),
+        [ServiceInfo(secondary.service_url)],
+        check_interval_ms=INTERVAL_MS,
+        failover_threshold=2,
+        switch_back_threshold=2,
+    )
+    loop = asyncio.get_running_loop()
+    async with msgclient.Client(policy, **CLIENT_OPTIONS) as client:
+        assert client.service_info == policy.primary
+        producer = await client.create_producer(topic)
+        consumer = await subscribe(client, topic)
+        await within(producer.send(b"on-primary-1"))
+        assert await receive_data(consumer) == b"on-primary-1"
+
+        await asyncio.to_thread(primary.stop)
+        stopped_at = loop.time()
+        await wait_until(
+            lambda: client.service_info == policy.secondary[0],
+            "the switch to the secondary",
+            timeout=2 * INTERVAL_MS / 1000 + INTERVAL_MS / 1000 + SLACK_S,
+        )
+        # Two failed probes, one interval apart: never before the second probe.
+        assert loop.time() - stopped_at >= INTERVAL_MS / 1000
+        await within(producer.send(b"on-secondary"))
+        assert await receive_data(consumer) == b"on-secondary"
+        await wait_until(producer.is_connected, "the producer on the secondary")
+        await wait_until(consumer.is_connected, "the consumer on the secondary")
+
+        await asyncio.to_thread(primary.start)
+        restarted_at = loop.time()
+        await wait_until(
+            lambda: client.service_info == policy.primary,
+            "the switch back to the primary",
+            timeout=3 * INTERVAL_MS / 1000 + SLACK_S,
+        )
+        assert loop.time() - restarted_at >= INTERVAL_MS / 1000  # two probes needed
+        await within(producer.send(b"on-primary-2"))
+        assert await receive_data(consumer) == b"on-primary-2"
+
+    # Each cluster has what was sent while the client used it, and nothing else.
+    assert await read_all(primary.service_url, topic) == [b"on-primary-1", b"on-primary-2"]
+    assert await read_all(secondary.service_url, topic) == [b"on-secondary"]
+
+
+async def test_pending_sends_are_resent_on_the_new_cluster(
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str
+) -> None:
+    """update_service_info by hand: what the producer held for the dead primary goes to the
+    secondary, once each."""
+    async with msgclient.Client(primary.service_url, **CLIENT_OPTIONS) as client:
+        producer = await client.create_producer(topic, batching_enabled=False)
+        await within(producer.send(b"before"))
+        await asyncio.to_thread(primary.stop)
+        await wait_until(lambda: not producer.is_connected(), "the producer to see the stop")
+        pending = [await producer.send_async(b"pending-%d" % i) for i in range(5)]
+        await asyncio.sleep(0.3)
+        assert not any(f.done() for f in pending)
+
+        client.update_service_info(ServiceInfo(secondary.service_url))
+        assert client.service_info.service_url == secondary.service_url
+        await within(asyncio.gather(*pending))
+    assert await read_all(secondary.service_url, topic) == [b"pending-%d" % i for i in range(5)]
+
+
+class PushedServices(ServiceInfoProvider):
+    """A provider whose updates the test pushes from a thread of its own."""
+
+    def __init__(self, initial: ServiceInfo) -> None:
+        self.initial = initial
+        self.update: Callable[[ServiceInfo], None] | None = None
+        self.closed = False
+
+    def initial_service_info(self) -> ServiceInfo:
+        return self.initial
+
+    def initialize(self, on_service_info_update: Callable[[ServiceInfo], None]) -> None:
+        self.update = on_service_info_update
+
+    def close(self) -> None:
+        self.closed = True
+
+    def push(self, service: ServiceInfo) -> None:
+        assert self.update is not None
+        thread = threading.Thread(target=self.update, args=(service,))
+        thread.start()
+        thread.join(timeout=5)
+
+
+async def test_a_service_info_provider_update_switches(
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str
+) -> None:
+    provider = PushedServices(ServiceInfo(primary.service_url))
+    async with msgclient.Client(provider, **CLIENT_OPTIONS) as client:
+        assert provider.update is not None
+        producer = await client.create_producer(topic)
+        consumer = await subscribe(client, topic)
+        await within(producer.send(b"one"))
+        assert await receive_data(consumer) == b"one"
+
+        target = ServiceInfo(secondary.service_url)
+        provider.push(target)
+        await wait_until(lambda: client.service_info == target, "the pushed switch")
+        await within(producer.send(b"two"))
+        assert await receive_data(consumer) == b"two"
+        # A bad update is refused and logged; the client stays where it is.
+        provider.push(ServiceInfo("kafka://127.0.0.1:9092"))
+        await asyncio.sleep(0.1)
+        assert client.service_info == target
+        assert not provider.closed
+    assert provider.closed
+    assert await read_all(primary.service_url, topic) == [b"one"]
+    assert await read_all(secondary.service_url, topic) == [b"two"]
+
+
+async def test_close_stops_the_probing_task(primary: PulsarBroker, secondary: PulsarBroker) -> None:
+    before = asyncio.all_tasks()
+    client = msgclient.Client(
+        AutoClusterFailover(
+            ServiceInfo(primary.service_url),
+            [ServiceInfo(secondary.service_url)],
+            check_interval_ms=INTERVAL_MS,
+        )
+    )
+    started = asyncio.all_tasks() - before
+    assert [t.get_name() for t in started] == [TASK_NAME]
+    await asyncio.sleep(2 * INTERVAL_MS / 1000)  # a probe or two ran
+    await within(client.close())
+    assert asyncio.all_tasks() - before == set()
+    assert all(t.done() for t in started)
+
+
+def test_a_failover_client_needs_a_running_loop(primary: PulsarBroker) -> None:
+    policy = AutoClusterFailover(ServiceInfo(primary.service_url), [ServiceInfo("pulsar://b")])
+    with pytest.raises(msgclient.InvalidConfigurationError, match="running event loop"):
+        msgclient.Client(policy)
+
+
+async def test_bad_failover_configurations_are_refused() -> None:
+    primary = ServiceInfo("pulsar://a:6650")
+    with pytest.raises(msgclient.InvalidConfigurationError, match="authentication"):
+        msgclient.Client(
+            AutoClusterFailover(primary, [ServiceInfo("pulsar://b")]),
+            authentication=msgclient.AuthenticationToken("t"),
+        )
+    with pytest.raises(msgclient.InvalidServiceUrlError, match="kafka://b"):
+        msgclient.Client(AutoClusterFailover(primary, [ServiceInfo("kafka://b:9092")]))
+    with pytest.raises(msgclient.InvalidServiceUrlError, match="service URL"):
+        ServiceInfo("no-scheme")
+    with pytest.raises(msgclient.InvalidConfigurationError, match="secondary"):
+        AutoClusterFailover(primary, [])
+    with pytest.raises(msgclient.InvalidConfigurationError, match="switch_back_threshold"):
+        AutoClusterFailover(primary, [primary], switch_back_threshold=0)
+    async with msgclient.Client("pulsar://a:6650") as client:
+        with pytest.raises(msgclient.InvalidConfigurationError, match="service_info"):
+            client.update_service_info("pulsar://b:6650")  # type: ignore[arg-type]
+
+
+# -- the thresholds, with scripted probes -------------------------------------------------
+
+PRIMARY = ServiceInfo("pulsar://primary:6650")
+FIRST = ServiceInfo("pulsar://first:6650")
+SECOND = ServiceInfo("pulsar://second:6650")
+
+
+class Scripted:
+    """Probe answers set per cluster by the test; the switches made, in order."""
+
+    def __init__(self, failover_threshold: int = 2, switch_back_threshold: int = 2) -> None:
+        self.up = {PRIMARY.service_url: True, FIRST.service_url: True, SECOND.service_url: True}
+        self.switches: list[str] = []
+        policy = AutoClusterFailover(
+            PRIMARY,
+            [FIRST, SECOND],
+            failover_threshold=failover_threshold,
+            switch_back_threshold=switch_back_threshold,
+        )
+        self.failover = ClusterFailover(policy, self._probe, self._switch)
+
+    async def _probe(self, service: ServiceInfo) -> bool:
+        return self.up[service.service_url]
+
+    def _switch(self, service: ServiceInfo) -> None:
+        self.switches.append(service.service_url)
+
+    async def rounds(self, count: int, **up: bool) -> None:
+        for name, value in up.items():
+            self.up[f"pulsar://{name}:6650"] = value
+        for _ in range(count):
+            await self.failover.check()
+
+
+@pytest.fixture
+def scripted() -> Scripted:
+    return Scripted()
+
+
+async def test_one_failed_probe_in_a_row_does_not_reach_a_threshold_of_two(
+    scripted: Scripted,
+) -> None:
+    for _ in range(3):
+        await scripted.rounds(1, primary=False)
+        await scripted.rounds(1, primary=True)
+    assert scripted.switches == []
+    await scripted.rounds(2, primary=False)
+    assert scripted.switches == [FIRST.service_url]
+    assert scripted.failover.current is FIRST
+
+
+async def test_failover_picks_the_first_reachable_secondary_and_waits_for_one(
+    scripted: Scripted,
+) -> None:
+    await scripted.rounds(3, primary=False, first=False, second=False)
+    assert scripted.switches == []  # nowhere to go: stays, and tries again each round
+    await scripted.rounds(1, second=True)
+    assert scripted.switches == [SECOND.service_url]
+
+
+async def test_switch_back_needs_its_threshold_of_primary_successes_in_a_row(
+    scripted: Scripted,
+) -> None:
+    await scripted.rounds(2, primary=False)
+    assert scripted.switches == [FIRST.service_url]
+    for _ in range(3):
+        await scripted.rounds(1, primary=True)
+        await scripted.rounds(1, primary=False)
+    assert scripted.switches == [FIRST.service_url]
+    await scripted.rounds(2, primary=True)
+    assert scripted.switches == [FIRST.service_url, PRIMARY.service_url]
+    assert scripted.failover.current is PRIMARY
+
+
+async def test_a_failing_secondary_fails_over_to_the_next(scripted: Scripted) -> None:
+    await scripted.rounds(2, primary=False)
+    await scripted.rounds(1, first=False)
+    assert scripted.switches == [FIRST.service_url]
+    await scripted.rounds(1)
+    assert scripted.switches == [FIRST.service_url, SECOND.service_url]
+
+
+async def test_thresholds_of_one_switch_at_the_first_probe() -> None:
+    scripted = Scripted(failover_threshold=1, switch_back_threshold=1)
+    await scripted.rounds(1, primary=False)
+    await scripted.rounds(1, primary=True)
+    assert scripted.switches == [FIRST.service_url, PRIMARY.service_url]
