@@ -1,0 +1,190 @@
+"""Cluster failover, the same program on the official client and on pulsar_compat: a
+producer and a consumer on the primary, the primary stops, sends go to the secondary,
+the primary comes back, sends go to it again.
+
+Two embedded pulsar-lite brokers stand for the two clusters; they share no data, so where
+each message is stored says which cluster the client used when it sent it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pulsar
+import pytest
+
+from msgclient.embedded import PulsarBroker
+from tests.compat.conftest import QUIET, RECEIVE_MS
+
+INTERVAL_MS = 200
+SWITCH_BACK_WAIT_S = 3.0  # two probes of 200 ms, and ample slack for a loaded machine
+
+
+def stored(broker: PulsarBroker, topic: str) -> list[bytes]:
+    """What ``broker`` has on ``topic``, read with the official client."""
+    client = pulsar.Client(broker.service_url, logger=QUIET)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        values = []
+        while True:
+            try:
+                values.append(reader.read_next(500).data())
+            except pulsar.Timeout:
+                return values
+    finally:
+        client.close()
+
+
+def receive_until(consumer: Any, value: bytes) -> list[bytes]:
+    """Receive and acknowledge until ``value`` comes; everything received, in order."""
+    received: list[bytes] = []
+    while not received or received[-1] != value:
+        message = consumer.receive(RECEIVE_MS)
+        consumer.acknowledge(message)
+        received.append(message.data())
+    return received
+
+
+def test_failover_and_switch_back(
+    pulsar_module: ModuleType,
+    make_pulsar_broker: Callable[..., PulsarBroker],
+    tmp_path: Path,
+    topic: str,
+) -> None:
+    pulsar = pulsar_module
+    primary = make_pulsar_broker(data_dir=tmp_path / "primary")  # kept across its restart
+    secondary = make_pulsar_broker()
+    policy = pulsar.AutoClusterFailover(
+        pulsar.ServiceInfo(primary.service_url),
+        [pulsar.ServiceInfo(secondary.service_url)],
+        check_interval_ms=INTERVAL_MS,
+        failover_threshold=2,
+        switch_back_threshold=2,
+    )
+    client = pulsar.Client(policy, operation_timeout_seconds=10, logger=QUIET)
+    try:
+        producer = client.create_producer(topic)
+        consumer = client.subscribe(
+            topic,
+            "failover",
+            consumer_type=pulsar.ConsumerType.Shared,
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
+        producer.send(b"primary-1")
+        received = receive_until(consumer, b"primary-1")
+        time.sleep(0.5)  # the grouped acknowledgment reaches the primary before it stops
+
+        primary.stop()
+        started = time.monotonic()
+        producer.send(b"secondary")  # waits for the reconnect on the secondary
+        failover_s = time.monotonic() - started
+        received += receive_until(consumer, b"secondary")
+
+        primary.start()
+        time.sleep(SWITCH_BACK_WAIT_S)
+        producer.send(b"primary-2")
+        received += receive_until(consumer, b"primary-2")
+    finally:
+        client.close()
+
+    assert received == [b"primary-1", b"secondary", b"primary-2"]
+    assert failover_s < 10  # measured: well under 2 s for both clients
+    assert stored(primary, topic) == [b"primary-1", b"primary-2"]
+    assert stored(secondary, topic) == [b"secondary"]
+
+
+def test_failover_arguments_are_checked_alike(pulsar_module: ModuleType) -> None:
+    pulsar = pulsar_module
+    primary = pulsar.ServiceInfo("pulsar://localhost:6650")
+    errors = []
+    builds: tuple[Callable[[], object], ...] = (
+        lambda: pulsar.AutoClusterFailover(primary, []),
+        lambda: pulsar.AutoClusterFailover(primary, ["pulsar://x"]),
+        lambda: pulsar.AutoClusterFailover(primary, [primary], check_interval_ms=0),
+        lambda: pulsar.AutoClusterFailover(primary, [primary], failover_threshold=0),
+        lambda: pulsar.AutoClusterFailover(primary, [primary], switch_back_threshold=-1),
+        lambda: pulsar.AutoClusterFailover("pulsar://a", [primary]),
+        lambda: pulsar.ServiceInfo(6650),
+        lambda: pulsar.Client(42),
+        lambda: pulsar.Client(
+            pulsar.AutoClusterFailover(primary, [primary]),
+            authentication=pulsar.AuthenticationToken("t"),
+        ),
+        lambda: pulsar.Client(
+            pulsar.AutoClusterFailover(primary, [primary]), tls_trust_certs_file_path="/ca.pem"
+        ),
+    )
+    for build in builds:
+        with pytest.raises(ValueError) as raised:
+            build()
+        errors.append(str(raised.value))
+    assert errors == EXPECTED_ERRORS
+    assert repr(primary) == (
+        "ServiceInfo(service_url='pulsar://localhost:6650', use_tls=False, "
+        "tls_trust_certs_file_path=None)"
+    )
+    assert pulsar.ServiceInfo("pulsar+ssl://h:6651", None, "/ca.pem").use_tls is True
+
+
+EXPECTED_ERRORS = [
+    "Argument secondary is expected to contain at least one ServiceInfo",
+    "Argument secondary[0] is expected to be of type 'ServiceInfo' and not 'str'",
+    "Argument check_interval_ms is expected to be greater than 0",
+    "Argument failover_threshold is expected to be greater than 0",
+    "Argument switch_back_threshold is expected to be greater than 0",
+    "Argument primary is expected to be of type 'ServiceInfo' and not 'str'",
+    "Argument service_url is expected to be of type 'str' and not 'int'",
+    "Argument service_url is expected to be of type 'str', 'AutoClusterFailover' or "
+    "'ServiceInfoProvider'",
+    "Argument authentication is not supported when service_url is an AutoClusterFailover or "
+    "ServiceInfoProvider; set authentication on each ServiceInfo instead",
+    "Argument tls_trust_certs_file_path is not supported when service_url is an "
+    "AutoClusterFailover or ServiceInfoProvider; set tls_trust_certs_file_path on each "
+    "ServiceInfo instead",
+]
+
+
+def pushed(pulsar: ModuleType, initial: Any) -> Any:
+    """A ServiceInfoProvider of the module under test whose update the test calls."""
+
+    class Provider(pulsar.ServiceInfoProvider):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            self.update: Callable[[Any], None] | None = None
+            self.closed = False
+
+        def initial_service_info(self) -> Any:
+            return initial
+
+        def initialize(self, on_service_info_update: Callable[[Any], None]) -> None:
+            self.update = on_service_info_update
+
+        def close(self) -> None:
+            self.closed = True
+
+    return Provider()
+
+
+def test_a_provider_update_switches(
+    pulsar_module: ModuleType, make_pulsar_broker: Callable[..., PulsarBroker], topic: str
+) -> None:
+    pulsar = pulsar_module
+    first, second = make_pulsar_broker(), make_pulsar_broker()
+    provider = pushed(pulsar, pulsar.ServiceInfo(first.service_url))
+    client = pulsar.Client(provider, operation_timeout_seconds=10, logger=QUIET)
+    try:
+        producer = client.create_producer(topic)
+        producer.send(b"one")
+        assert provider.update is not None
+        provider.update(pulsar.ServiceInfo(second.service_url))
+        time.sleep(1.0)  # the official client switches on its own threads
+        producer.send(b"two")
+        assert not provider.closed
+    finally:
+        client.close()
+    assert provider.closed
+    assert stored(first, topic) == [b"one"]
+    assert stored(second, topic) == [b"two"]
