@@ -19,6 +19,7 @@ from msgclient.pulsar_compat.authentication import (
 )
 from msgclient.pulsar_compat.client import Client
 from msgclient.pulsar_compat.consumer import Consumer
+from msgclient.pulsar_compat.encryption import CryptoKeyReader, EncryptionContext, EncryptionKey
 from msgclient.pulsar_compat.enums import (
     BatchingType,
     CompressionType,
@@ -80,6 +81,7 @@ from msgclient.pulsar_compat.exceptions import (
     UnknownError,
     UnsupportedVersionError,
 )
+from msgclient.pulsar_compat.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.pulsar_compat.loggers import ConsoleLogger, FileLogger
 from msgclient.pulsar_compat.message import Message
 from msgclient.pulsar_compat.message_id import MessageId
@@ -116,6 +118,7 @@ __all__ = [
     "AuthenticationTLS",
     "AuthenticationToken",
     "AuthorizationError",
+    "AutoClusterFailover",
     "BatchReceivePolicy",
     "BatchingType",
     "BrokerMetadataError",
@@ -137,9 +140,12 @@ __all__ = [
     "ConsumerNotInitialized",
     "ConsumerType",
     "CryptoError",
+    "CryptoKeyReader",
     "CumulativeAcknowledgementNotAllowedError",
     "DeadLetterPolicy",
     "DeadLetterPolicyBuilder",
+    "EncryptionContext",
+    "EncryptionKey",
     "ErrorGettingAuthenticationData",
     "FileLogger",
     "IncompatibleSchema",
@@ -175,6 +181,8 @@ __all__ = [
     "Reader",
     "RegexSubscriptionMode",
     "Result",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "ServiceUnitNotReady",
     "SubscriptionNotFound",
     "TableView",

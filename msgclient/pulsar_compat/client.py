@@ -3,7 +3,7 @@
 Every keyword of the official ``pulsar.Client`` and its ``create_*`` / ``subscribe``
 methods is accepted with the official defaults. Options that mean nothing here (thread
 counts of the C++ core, its stats and log-file settings) are accepted and have no effect;
-those asking for what msgclient does not do (end-to-end encryption, pattern
+those asking for what msgclient does not do (a reader's decryption, pattern
 subscriptions, ...) raise ``OperationNotSupported`` rather than silently doing less.
 docs/pulsar_compat.md lists each option's status.
 """
@@ -17,10 +17,12 @@ from typing import Any
 
 from msgclient import blocking
 from msgclient import options as core
+from msgclient.core import cluster_failover as core_failover
 from msgclient.message import Message as CoreMessage
 from msgclient.pulsar_compat.arguments import check_type, check_type_or_none
 from msgclient.pulsar_compat.authentication import Authentication
 from msgclient.pulsar_compat.consumer import Consumer
+from msgclient.pulsar_compat.encryption import CryptoKeyReader
 from msgclient.pulsar_compat.enums import (
     BatchingType,
     CompressionType,
@@ -32,6 +34,11 @@ from msgclient.pulsar_compat.enums import (
     RegexSubscriptionMode,
 )
 from msgclient.pulsar_compat.exceptions import InvalidUrl, OperationNotSupported, pulsar_errors
+from msgclient.pulsar_compat.failover import (
+    AutoClusterFailover,
+    ProvidedServices,
+    ServiceInfoProvider,
+)
 from msgclient.pulsar_compat.loggers import ConsoleLogger, FileLogger, route_logs
 from msgclient.pulsar_compat.message import Message, PayloadSchema
 from msgclient.pulsar_compat.message_id import MessageId
@@ -47,7 +54,7 @@ from msgclient.pulsar_compat.settings import (
     consumer_options,
     payload_schema,
     producer_options,
-    refuse_encryption,
+    refuse_reader_decryption,
 )
 from msgclient.pulsar_compat.tableview import TableView
 
@@ -62,7 +69,7 @@ class Client:
 
     def __init__(
         self,
-        service_url: str,
+        service_url: str | AutoClusterFailover | ServiceInfoProvider,
         authentication: Authentication | None = None,
         operation_timeout_seconds: int = 30,
         io_threads: int = 1,
@@ -80,7 +87,24 @@ class Client:
         tls_private_key_file_path: str | None = None,
         tls_certificate_file_path: str | None = None,
     ) -> None:
-        check_type(str, service_url, "service_url")
+        failover = isinstance(service_url, AutoClusterFailover | ServiceInfoProvider)
+        if not failover and not isinstance(service_url, str):
+            raise ValueError(
+                "Argument service_url is expected to be of type 'str', 'AutoClusterFailover' or "
+                "'ServiceInfoProvider'"
+            )
+        if failover and authentication is not None:
+            raise ValueError(
+                "Argument authentication is not supported when service_url is an "
+                "AutoClusterFailover or ServiceInfoProvider; set authentication on each "
+                "ServiceInfo instead"
+            )
+        if failover and tls_trust_certs_file_path is not None:
+            raise ValueError(
+                "Argument tls_trust_certs_file_path is not supported when service_url is an "
+                "AutoClusterFailover or ServiceInfoProvider; set tls_trust_certs_file_path on "
+                "each ServiceInfo instead"
+            )
         check_type_or_none(Authentication, authentication, "authentication")
         check_type(int, operation_timeout_seconds, "operation_timeout_seconds")
         check_type(int, connection_timeout_ms, "connection_timeout_ms")
@@ -98,7 +122,7 @@ class Client:
         check_type_or_none(str, listener_name, "listener_name")
         check_type_or_none(str, tls_private_key_file_path, "tls_private_key_file_path")
         check_type_or_none(str, tls_certificate_file_path, "tls_certificate_file_path")
-        if not service_url.lower().startswith(_PULSAR_SCHEMES):
+        if isinstance(service_url, str) and not service_url.lower().startswith(_PULSAR_SCHEMES):
             raise InvalidUrl(
                 f"service_url {service_url!r}: pulsar_compat speaks the Pulsar binary "
                 "protocol (pulsar:// or pulsar+ssl://); HTTP lookup URLs are not offered"
@@ -116,7 +140,9 @@ class Client:
         route_logs(logger)
         with pulsar_errors():
             self._client = blocking.Client(
-                service_url,
+                # blocking.Client passes these on to msgclient.Client, which takes them (its
+                # hint says str only: docs/failover.md).
+                _core_service(service_url),  # type: ignore[arg-type]
                 message_listener_threads=message_listener_threads,
                 operation_timeout_seconds=operation_timeout_seconds,
                 connection_timeout_ms=connection_timeout_ms,
@@ -152,7 +178,7 @@ class Client:
         properties: dict[str, str] | None = None,
         batching_type: BatchingType = BatchingType.Default,
         encryption_key: str | None = None,
-        crypto_key_reader: object | None = None,
+        crypto_key_reader: CryptoKeyReader | None = None,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
         message_router: MessageRouter | None = None,
     ) -> Producer:
@@ -205,7 +231,7 @@ class Client:
         properties: dict[str, str] | None = None,
         pattern_auto_discovery_period: int = 60,
         initial_position: InitialPosition = InitialPosition.Latest,
-        crypto_key_reader: object | None = None,
+        crypto_key_reader: CryptoKeyReader | None = None,
         replicate_subscription_state_enabled: bool = False,
         max_pending_chunked_message: int = 10,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
@@ -222,7 +248,7 @@ class Client:
         Accepted with no effect: ``broker_consumer_stats_cache_time_ms``,
         ``is_read_compacted`` (the whole topic is read), ``pattern_auto_discovery_period``,
         ``regex_subscription_mode``, ``max_pending_chunked_message``,
-        ``auto_ack_oldest_chunked_message_on_queue_full``, ``crypto_failure_action``."""
+        ``auto_ack_oldest_chunked_message_on_queue_full``."""
         check_type(str, subscription_name, "subscription_name")
         if isinstance(topic, re.Pattern):
             raise OperationNotSupported(
@@ -274,13 +300,14 @@ class Client:
         reader_name: str | None = None,
         subscription_role_prefix: str | None = None,
         is_read_compacted: bool = False,
-        crypto_key_reader: object | None = None,
+        crypto_key_reader: CryptoKeyReader | None = None,
         start_message_id_inclusive: bool = False,
         crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     ) -> Reader:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``,
         ``MessageId.latest`` or a message's id). Accepted with no effect:
-        ``subscription_role_prefix``, ``is_read_compacted``, ``crypto_failure_action``."""
+        ``subscription_role_prefix``, ``is_read_compacted``. A reader does not decrypt
+        yet: ``crypto_key_reader`` and a ``crypto_failure_action`` but FAIL are refused."""
         check_type(str, topic, "topic")
         check_type(MessageId, start_message_id, "start_message_id")
         check_type(int, receiver_queue_size, "receiver_queue_size")
@@ -288,9 +315,10 @@ class Client:
         check_type_or_none(str, subscription_role_prefix, "subscription_role_prefix")
         check_type(bool, is_read_compacted, "is_read_compacted")
         check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
+        check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
         check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
         reader_schema = payload_schema(schema)
-        refuse_encryption(crypto_key_reader is not None)
+        refuse_reader_decryption(crypto_key_reader, crypto_failure_action)
         if reader_listener is not None:
             raise OperationNotSupported(
                 "reader_listener is not offered: call read_next() in a thread of yours"
@@ -347,6 +375,16 @@ class Client:
         """Close every producer, consumer and reader of this client, then the client."""
         with pulsar_errors():
             self._client.close()
+
+
+def _core_service(
+    service_url: str | AutoClusterFailover | ServiceInfoProvider,
+) -> str | core_failover.AutoClusterFailover | core_failover.ServiceInfoProvider:
+    if isinstance(service_url, AutoClusterFailover):
+        return service_url.core()
+    if isinstance(service_url, ServiceInfoProvider):
+        return ProvidedServices(service_url)
+    return service_url
 
 
 def _listener(

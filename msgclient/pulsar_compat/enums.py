@@ -124,7 +124,7 @@ class RegexSubscriptionMode(enum.Enum):
 
 
 class ConsumerCryptoFailureAction(enum.Enum):
-    """Accepted with no effect: end-to-end encryption is not offered."""
+    """What a consumer does with a message it cannot decrypt (docs/encryption.md)."""
 
     FAIL = 0
     DISCARD = 1
@@ -132,8 +132,14 @@ class ConsumerCryptoFailureAction(enum.Enum):
 
 
 _RENAMED = {"ZLib": "ZLIB"}  # official name -> msgclient name, where they differ
+_OFFICIAL_NAMES = {ours: official for official, ours in _RENAMED.items()}
 
 
 def to_msgclient(member: enum.Enum, kind: type[E]) -> E:
     """The msgclient member of ``kind`` with the same meaning as ``member``."""
     return kind[_RENAMED.get(member.name, member.name)]
+
+
+def from_msgclient(member: enum.Enum, kind: type[E]) -> E:
+    """The official member of ``kind`` with the same meaning as msgclient's ``member``."""
+    return kind[_OFFICIAL_NAMES.get(member.name, member.name)]

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from msgclient import errors
+from msgclient.core import crypto_key_reader
 from msgclient.pulsar_compat.enums import Result
 
 
@@ -177,6 +178,7 @@ _BY_CLASS: list[tuple[type[errors.MsgClientError], type[PulsarException]]] = [
     (errors.AlreadyClosedError, AlreadyClosed),
     (errors.ProducerQueueIsFullError, ProducerQueueIsFull),
     (errors.MemoryBufferIsFullError, MemoryBufferIsFull),
+    (crypto_key_reader.CryptoError, CryptoError),
 ]
 
 # The broker's ServerError names (BrokerError.code) whose official name differs.

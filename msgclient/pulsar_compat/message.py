@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from msgclient import message as core
+from msgclient.pulsar_compat.encryption import EncryptionContext
 from msgclient.pulsar_compat.message_id import MessageId
 from msgclient.schema import Schema
+from protocols.pulsarwire.encryption import UndecryptedMessage
 
 # A schema of any value type, as the official API takes them (``schema=JsonSchema(User)``).
 PayloadSchema = Schema[Any]
@@ -76,8 +78,12 @@ class Message:
         version = self._message.schema_version()
         return "" if version is None else version.decode("utf-8", "surrogateescape")
 
-    def encryption_context(self) -> None:
-        """None: end-to-end encryption is not offered, so no message is encrypted."""
+    def encryption_context(self) -> EncryptionContext | None:
+        """How the message is encrypted, for a message delivered undecrypted
+        (crypto_failure_action CONSUME); None otherwise. (The official client gives one for
+        a message it decrypted too: msgclient keeps no context for those.)"""
+        if isinstance(self._message, UndecryptedMessage):
+            return EncryptionContext(self._message.encryption_context())
         return None
 
     def __repr__(self) -> str:

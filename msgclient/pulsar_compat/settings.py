@@ -3,6 +3,7 @@ turned into msgclient's options; shared by ``Client`` and ``asyncio.Client``."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ from msgclient import options as core
 from msgclient.core.compression import CompressionType as CoreCompressionType
 from msgclient.message import OutgoingMessage
 from msgclient.pulsar_compat.arguments import check_type, check_type_or_none
+from msgclient.pulsar_compat.encryption import CryptoKeyReader
 from msgclient.pulsar_compat.enums import (
     BatchingType,
     CompressionType,
@@ -33,6 +35,8 @@ from msgclient.schema import BytesSchema, Schema
 
 MessageRouter = Callable[[RoutedMessage, int], int]
 
+log = logging.getLogger(__name__)
+
 
 def producer_options(
     producer_name: str | None = None,
@@ -53,7 +57,7 @@ def producer_options(
     properties: dict[str, str] | None = None,
     batching_type: BatchingType = BatchingType.Default,
     encryption_key: str | None = None,
-    crypto_key_reader: object | None = None,
+    crypto_key_reader: CryptoKeyReader | None = None,
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
     message_router: MessageRouter | None = None,
 ) -> tuple[dict[str, Any], PayloadSchema]:
@@ -77,10 +81,10 @@ def producer_options(
     check_type_or_none(dict, properties, "properties")
     check_type(BatchingType, batching_type, "batching_type")
     check_type_or_none(str, encryption_key, "encryption_key")
+    check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
     check_type(ProducerAccessMode, access_mode, "access_mode")
     if batching_enabled and chunking_enabled:
         raise ValueError("Batching and chunking of messages can't be enabled together.")
-    refuse_encryption(encryption_key is not None or crypto_key_reader is not None)
     schema = payload_schema(schema)
     options: dict[str, Any] = {
         "producer_name": producer_name,
@@ -99,6 +103,18 @@ def producer_options(
         "access_mode": to_msgclient(access_mode, core.ProducerAccessMode),
         "schema": schema.schema_info(),
     }
+    # As the official client: encryption takes both a key name ('' is none) and a key
+    # reader; with only one of them, messages go in plaintext (docs/pulsar_compat.md).
+    if encryption_key and crypto_key_reader is not None:
+        options["encryption_keys"] = (encryption_key,)
+        options["crypto_key_reader"] = crypto_key_reader
+    elif encryption_key or crypto_key_reader is not None:
+        log.warning(
+            "create_producer: encryption_key=%r and crypto_key_reader=%r: encryption takes "
+            "both, messages are sent unencrypted",
+            encryption_key,
+            crypto_key_reader,
+        )
     if initial_sequence_id:  # as the official client: 0 is "not set"
         options["initial_sequence_id"] = initial_sequence_id
     if message_router is not None:
@@ -120,7 +136,7 @@ def consumer_options(
     properties: dict[str, str] | None = None,
     pattern_auto_discovery_period: int = 60,
     initial_position: InitialPosition = InitialPosition.Latest,
-    crypto_key_reader: object | None = None,
+    crypto_key_reader: CryptoKeyReader | None = None,
     replicate_subscription_state_enabled: bool = False,
     max_pending_chunked_message: int = 10,
     auto_ack_oldest_chunked_message_on_queue_full: bool = False,
@@ -149,6 +165,7 @@ def consumer_options(
     check_type(bool, is_read_compacted, "is_read_compacted")
     check_type_or_none(dict, properties, "properties")
     check_type(InitialPosition, initial_position, "initial_position")
+    check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
     check_type(int, max_pending_chunked_message, "max_pending_chunked_message")
     check_type(
         bool,
@@ -162,7 +179,6 @@ def consumer_options(
     check_type(RegexSubscriptionMode, regex_subscription_mode, "regex_subscription_mode")
     check_type_or_none(ConsumerDeadLetterPolicy, dead_letter_policy, "dead_letter_policy")
     check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
-    refuse_encryption(crypto_key_reader is not None)
     schema = payload_schema(schema)
     options: dict[str, Any] = {
         "consumer_type": to_msgclient(consumer_type, core.ConsumerType),
@@ -177,6 +193,10 @@ def consumer_options(
         "replicate_subscription_state_enabled": replicate_subscription_state_enabled,
         "start_message_id_inclusive": start_message_id_inclusive,
         "batch_index_ack_enabled": batch_index_ack_enabled,
+        "crypto_key_reader": crypto_key_reader,
+        "crypto_failure_action": to_msgclient(
+            crypto_failure_action, core.ConsumerCryptoFailureAction
+        ),
         "schema": schema.schema_info(),
     }
     if unacked_messages_timeout_ms:
@@ -199,10 +219,17 @@ def payload_schema(schema: PayloadSchema | None) -> PayloadSchema:
     return BytesSchema() if schema is None else schema
 
 
-def refuse_encryption(asked: bool) -> None:
-    if asked:
+def refuse_reader_decryption(
+    crypto_key_reader: CryptoKeyReader | None, crypto_failure_action: ConsumerCryptoFailureAction
+) -> None:
+    """A reader decrypts nothing yet: msgclient's create_reader does not take these
+    options. Refused rather than accepted, since the reader would leave such messages
+    undelivered where the official one decrypts them or hands them over undecrypted."""
+    if crypto_key_reader is not None:
+        raise OperationNotSupported("crypto_key_reader on a reader is not offered yet")
+    if crypto_failure_action is not ConsumerCryptoFailureAction.FAIL:
         raise OperationNotSupported(
-            "end-to-end encryption (encryption_key, crypto_key_reader) is not offered yet"
+            f"crypto_failure_action={crypto_failure_action} on a reader is not offered yet"
         )
 
 
