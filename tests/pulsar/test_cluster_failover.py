@@ -18,7 +18,8 @@ import msgclient
 from msgclient import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.core.cluster_failover import ClusterFailover
 from msgclient.embedded import PulsarBroker
-from tests.pulsar.helpers import wait_until, within
+from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from tests.pulsar.helpers import WireTap, wait_until, within
 
 INTERVAL_MS = 200
 SLACK_S = 3.0  # a loaded 2-core machine: probe, switch and lookup may each run late
@@ -139,6 +140,42 @@ async def test_pending_sends_are_resent_on_the_new_cluster(
     assert await read_all(secondary.service_url, topic) == [b"pending-%d" % i for i in range(5)]
 
 
+async def test_each_cluster_gets_its_own_authentication(
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str, wire: WireTap
+) -> None:
+    # pulsar-lite accepts any token: what the client sends is read off the wire.
+    async with msgclient.Client(
+        primary.service_url, authentication=msgclient.AuthenticationToken("primary-token")
+    ) as client:
+        producer = await client.create_producer(topic)
+        await within(producer.send(b"one"))
+        client.update_service_info(
+            ServiceInfo(secondary.service_url, msgclient.AuthenticationToken("secondary-token"))
+        )
+        await within(producer.send(b"two"))
+    connects = [c.connect for c in wire.of_type(pb.BaseCommand.CONNECT)]
+    assert [(c.auth_method_name, c.auth_data) for c in connects] == [
+        ("token", b"primary-token"),
+        ("token", b"secondary-token"),
+    ]
+
+
+async def test_a_bad_service_info_changes_nothing(primary: PulsarBroker, topic: str) -> None:
+    async with msgclient.Client(primary.service_url) as client:
+        producer = await client.create_producer(topic)
+        before = client.service_info
+        with pytest.raises(msgclient.InvalidConfigurationError, match="tls_trust_certs_file_path"):
+            client.update_service_info(
+                ServiceInfo("pulsar+ssl://127.0.0.1:1", tls_trust_certs_file_path="/no/such.pem")
+            )
+        with pytest.raises(msgclient.InvalidServiceUrlError, match="kafka://"):
+            client.update_service_info(ServiceInfo("kafka://127.0.0.1:9092"))
+        assert client.service_info is before
+        await within(producer.send(b"still on the primary"))
+        assert producer.is_connected()
+    assert await read_all(primary.service_url, topic) == [b"still on the primary"]
+
+
 class PushedServices(ServiceInfoProvider):
     """A provider whose updates the test pushes from a thread of its own."""
 
@@ -219,6 +256,9 @@ async def test_bad_failover_configurations_are_refused() -> None:
             AutoClusterFailover(primary, [ServiceInfo("pulsar://b")]),
             authentication=msgclient.AuthenticationToken("t"),
         )
+    kafka = ServiceInfo("kafka://a:9092")
+    with pytest.raises(msgclient.InvalidConfigurationError, match="not offered for kafka://"):
+        msgclient.Client(AutoClusterFailover(kafka, [kafka]))
     with pytest.raises(msgclient.InvalidServiceUrlError, match="kafka://b"):
         msgclient.Client(AutoClusterFailover(primary, [ServiceInfo("kafka://b:9092")]))
     with pytest.raises(msgclient.InvalidServiceUrlError, match="service URL"):
