@@ -140,8 +140,8 @@ class Client:
         route_logs(logger)
         with pulsar_errors():
             self._client = blocking.Client(
-                # blocking.Client passes these on to msgclient.Client, which takes them (its
-                # hint says str only: docs/failover.md).
+                # blocking.Client hands it to msgclient.Client, which takes a failover
+                # policy or a provider too; blocking's hint still says str.
                 _core_service(service_url),  # type: ignore[arg-type]
                 message_listener_threads=message_listener_threads,
                 operation_timeout_seconds=operation_timeout_seconds,
