@@ -11,15 +11,21 @@ import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 import msgclient
 from msgclient import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.core.cluster_failover import ClusterFailover
+from msgclient.core.connection import Connection
+from msgclient.core.connection_pool import ConnectionPool
 from msgclient.embedded import PulsarBroker
+from msgclient.errors import ConnectionClosedError
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from tests.pulsar.helpers import WireTap, wait_until, within
+from tests.unit.test_core_connection_pool import FakeConnection
+from tests.unit.test_core_lookup import ScriptedLookup
 
 INTERVAL_MS = 200
 SLACK_S = 3.0  # a loaded 2-core machine: probe, switch and lookup may each run late
@@ -359,3 +365,61 @@ async def test_thresholds_of_one_switch_at_the_first_probe() -> None:
     await scripted.rounds(1, primary=False)
     await scripted.rounds(1, primary=True)
     assert scripted.switches == [FIRST.service_url, PRIMARY.service_url]
+
+
+# -- what a switch does to lookups and connections in flight ------------------------------
+
+
+async def test_a_lookup_in_flight_when_the_service_switches_is_asked_again() -> None:
+    lookup = ScriptedLookup()
+    call = asyncio.ensure_future(lookup.get_broker("t"))
+    await asyncio.sleep(0)
+    lookup.forget_in_flight()  # the switch: that fetch asks the old cluster
+    lookup.gate.set()
+    await within(call)
+    assert lookup.fetches["broker", "t"] == 2  # its answer was not taken: asked again
+
+
+async def test_a_lookup_after_the_switch_does_not_join_one_from_before() -> None:
+    lookup = ScriptedLookup()
+    before = asyncio.ensure_future(lookup.get_broker("t"))
+    await asyncio.sleep(0)
+    lookup.forget_in_flight()
+    after = asyncio.ensure_future(lookup.get_broker("t"))
+    await wait_until(lambda: lookup.fetches["broker", "t"] == 2, "a fetch of its own")
+    lookup.gate.set()
+    await within(asyncio.gather(before, after))
+
+
+class AbortableConnection(FakeConnection):
+    def abort(self, error: BaseException) -> None:
+        assert isinstance(error, ConnectionClosedError)
+        if not self.closed.done():
+            self.closed.set_result(error)
+
+
+async def test_drop_all_drops_open_and_opening_connections_and_stays_usable() -> None:
+    gate = asyncio.Event()
+    opened: list[AbortableConnection] = []
+
+    async def connector(logical: str, physical: str) -> Connection[Any]:
+        if logical == "pulsar://slow:6650":
+            await gate.wait()
+        connection = AbortableConnection(logical, physical)
+        opened.append(connection)
+        return cast(Connection[Any], connection)
+
+    pool: ConnectionPool[Any] = ConnectionPool(connector)
+    first = await within(pool.get_connection("pulsar://fast:6650"))
+    opening = asyncio.ensure_future(pool.get_connection("pulsar://slow:6650"))
+    await asyncio.sleep(0)
+    pool.drop_all("switched")
+    await asyncio.sleep(0)
+    assert first.closed.done()
+    gate.set()
+    slow = await within(opening)  # its caller gets it, dropped: it reconnects
+    await asyncio.sleep(0)
+    assert slow.closed.done()
+    again = await within(pool.get_connection("pulsar://fast:6650"))
+    assert again is not first and again.is_open
+    await pool.close()
