@@ -12,6 +12,12 @@ from msgclient.client import Client
 from msgclient.consumer import Consumer, ConsumerStats
 from msgclient.core.cluster_failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.core.compression import CompressionType
+from msgclient.core.crypto_key_reader import (
+    CryptoError,
+    CryptoKeyReader,
+    EncryptionKeyInfo,
+    FileCryptoKeyReader,
+)
 from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.errors import (
     AlreadyClosedError,
@@ -45,10 +51,12 @@ from msgclient.errors import (
     UnknownProtocolError,
 )
 from msgclient.message import Message, MessageId
+from msgclient.message_batch import MessageBatch
 from msgclient.options import (
     BatchingType,
     BatchReceivePolicy,
     ClientOptions,
+    ConsumerCryptoFailureAction,
     ConsumerOptions,
     ConsumerType,
     DeadLetterPolicy,
@@ -83,10 +91,15 @@ __all__ = [
     "ConnectionClosedError",
     "Consumer",
     "ConsumerBusyError",
+    "ConsumerCryptoFailureAction",
     "ConsumerOptions",
     "ConsumerStats",
     "ConsumerType",
+    "CryptoError",
+    "CryptoKeyReader",
     "DeadLetterPolicy",
+    "EncryptionKeyInfo",
+    "FileCryptoKeyReader",
     "FrameTooLargeError",
     "HashingScheme",
     "InitialPosition",
@@ -98,6 +111,7 @@ __all__ = [
     "MalformedFrameError",
     "MemoryBufferIsFullError",
     "Message",
+    "MessageBatch",
     "MessageEncodingError",
     "MessageId",
     "MessageTooBigError",

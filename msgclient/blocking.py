@@ -25,6 +25,7 @@ from msgclient import producer as async_producer
 from msgclient import reader as async_reader
 from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
+from msgclient.core.cluster_failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
 from msgclient.message import Message, MessageId, SendCallback
 from msgclient.options import InitialPosition
@@ -157,7 +158,11 @@ class Client(Closing):
     """
 
     def __init__(
-        self, service_url: str, *, message_listener_threads: int = 1, **options: Any
+        self,
+        service_url: str | AutoClusterFailover | ServiceInfoProvider,
+        *,
+        message_listener_threads: int = 1,
+        **options: Any,
     ) -> None:
         self._listener_threads = _ListenerThreads(message_listener_threads)
         self._runner = _LoopThread()
@@ -168,6 +173,11 @@ class Client(Closing):
         except BaseException:
             self._runner.stop()
             raise
+
+    @property
+    def service_info(self) -> ServiceInfo:
+        """The cluster in use (see ``msgclient.Client.service_info``)."""
+        return self._client.service_info
 
     def create_producer(self, topic: str, **options: Any) -> Producer:
         producer = self._runner.run(self._client.create_producer(topic, **options))
@@ -395,7 +405,9 @@ class Reader(Closing):
         self._runner.run(self._reader.close())
 
 
-async def _new_client(service_url: str, options: dict[str, Any]) -> async_client.Client:
+async def _new_client(
+    service_url: str | AutoClusterFailover | ServiceInfoProvider, options: dict[str, Any]
+) -> async_client.Client:
     return async_client.Client(service_url, **options)
 
 

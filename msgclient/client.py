@@ -28,6 +28,7 @@ from msgclient.core.cluster_failover import (
     ServiceInfoProvider,
     SwitchableBackend,
 )
+from msgclient.core.crypto_key_reader import CryptoKeyReader
 from msgclient.core.dead_letters import DeadLetterRouter
 from msgclient.core.limits import Limit
 from msgclient.core.partition_consumer import PartitionConsumer
@@ -43,6 +44,7 @@ from msgclient.errors import (
 from msgclient.message import Message, MessageId
 from msgclient.options import (
     ClientOptions,
+    ConsumerCryptoFailureAction,
     ConsumerOptions,
     ConsumerType,
     InitialPosition,
@@ -351,6 +353,8 @@ class Client(AsyncClosing):
         start_message_id_inclusive: bool = False,
         partition: int | None = None,
         schema: SchemaInfo | None = None,
+        crypto_key_reader: CryptoKeyReader | None = None,
+        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     ) -> Reader:
         """Read ``topic`` from ``start_message_id`` (a MessageId, or InitialPosition.Earliest
         / Latest) with a non-durable subscription of its own.
@@ -358,7 +362,8 @@ class Client(AsyncClosing):
         ``partition`` (an index into ``get_topic_partitions``) reads that partition alone.
         Where a message id names its partition (Kafka), the reader reads that partition
         alone too; on Pulsar a partitioned topic's reader otherwise starts at Earliest or
-        Latest. ``schema`` is told to the broker in SUBSCRIBE, as a consumer's."""
+        Latest. ``schema`` is told to the broker in SUBSCRIBE, as a consumer's;
+        ``crypto_key_reader`` and ``crypto_failure_action`` decrypt as a consumer's do."""
         only_partition = partition
         if partition is not None:
             count = len(await self.get_topic_partitions(topic))
@@ -389,6 +394,8 @@ class Client(AsyncClosing):
             "start_message_id": start_message_id if at_id else None,
             "start_message_id_inclusive": start_message_id_inclusive,
             "schema": schema,
+            "crypto_key_reader": crypto_key_reader,
+            "crypto_failure_action": crypto_failure_action,
         }
         subscription = f"reader-{uuid.uuid4().hex[:10]}"
         consumer = await self._subscribe(topic, subscription, options, only_partition)

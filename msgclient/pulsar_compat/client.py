@@ -37,6 +37,7 @@ from msgclient.pulsar_compat.exceptions import InvalidUrl, OperationNotSupported
 from msgclient.pulsar_compat.failover import (
     AutoClusterFailover,
     ProvidedServices,
+    ServiceInfo,
     ServiceInfoProvider,
 )
 from msgclient.pulsar_compat.loggers import ConsoleLogger, FileLogger, route_logs
@@ -52,9 +53,9 @@ from msgclient.pulsar_compat.reader import Reader
 from msgclient.pulsar_compat.settings import (
     MessageRouter,
     consumer_options,
+    decryption_options,
     payload_schema,
     producer_options,
-    refuse_reader_decryption,
 )
 from msgclient.pulsar_compat.tableview import TableView
 
@@ -140,9 +141,7 @@ class Client:
         route_logs(logger)
         with pulsar_errors():
             self._client = blocking.Client(
-                # blocking.Client hands it to msgclient.Client, which takes a failover
-                # policy or a provider too; blocking's hint still says str.
-                _core_service(service_url),  # type: ignore[arg-type]
+                _core_service(service_url),
                 message_listener_threads=message_listener_threads,
                 operation_timeout_seconds=operation_timeout_seconds,
                 connection_timeout_ms=connection_timeout_ms,
@@ -151,6 +150,11 @@ class Client:
                 tls_validate_hostname=tls_validate_hostname,
                 authentication=None if authentication is None else authentication.auth,
             )
+
+    def get_service_info(self) -> ServiceInfo:
+        """The cluster in use (as the official client's, without its authentication)."""
+        info = self._client.service_info
+        return ServiceInfo(info.service_url, None, info.tls_trust_certs_file_path)
 
     @property
     def msgclient_client(self) -> blocking.Client:
@@ -306,8 +310,7 @@ class Client:
     ) -> Reader:
         """Read ``topic`` from ``start_message_id`` (``MessageId.earliest``,
         ``MessageId.latest`` or a message's id). Accepted with no effect:
-        ``subscription_role_prefix``, ``is_read_compacted``. A reader does not decrypt
-        yet: ``crypto_key_reader`` and a ``crypto_failure_action`` but FAIL are refused."""
+        ``subscription_role_prefix``, ``is_read_compacted``."""
         check_type(str, topic, "topic")
         check_type(MessageId, start_message_id, "start_message_id")
         check_type(int, receiver_queue_size, "receiver_queue_size")
@@ -318,7 +321,6 @@ class Client:
         check_type_or_none(CryptoKeyReader, crypto_key_reader, "crypto_key_reader")
         check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
         reader_schema = payload_schema(schema)
-        refuse_reader_decryption(crypto_key_reader, crypto_failure_action)
         if reader_listener is not None:
             raise OperationNotSupported(
                 "reader_listener is not offered: call read_next() in a thread of yours"
@@ -337,6 +339,7 @@ class Client:
                 receiver_queue_size=receiver_queue_size,
                 start_message_id_inclusive=start_message_id_inclusive,
                 schema=reader_schema.schema_info(),
+                **decryption_options(crypto_key_reader, crypto_failure_action),
             )
         return Reader(reader, reader_schema)
 

@@ -23,7 +23,6 @@ from msgclient.pulsar_compat.enums import (
     RegexSubscriptionMode,
     to_msgclient,
 )
-from msgclient.pulsar_compat.exceptions import OperationNotSupported
 from msgclient.pulsar_compat.message import PayloadSchema
 from msgclient.pulsar_compat.policies import (
     ConsumerBatchReceivePolicy,
@@ -193,10 +192,7 @@ def consumer_options(
         "replicate_subscription_state_enabled": replicate_subscription_state_enabled,
         "start_message_id_inclusive": start_message_id_inclusive,
         "batch_index_ack_enabled": batch_index_ack_enabled,
-        "crypto_key_reader": crypto_key_reader,
-        "crypto_failure_action": to_msgclient(
-            crypto_failure_action, core.ConsumerCryptoFailureAction
-        ),
+        **decryption_options(crypto_key_reader, crypto_failure_action),
         "schema": schema.schema_info(),
     }
     if unacked_messages_timeout_ms:
@@ -219,18 +215,16 @@ def payload_schema(schema: PayloadSchema | None) -> PayloadSchema:
     return BytesSchema() if schema is None else schema
 
 
-def refuse_reader_decryption(
+def decryption_options(
     crypto_key_reader: CryptoKeyReader | None, crypto_failure_action: ConsumerCryptoFailureAction
-) -> None:
-    """A reader decrypts nothing yet: msgclient's create_reader does not take these
-    options. Refused rather than accepted, since the reader would leave such messages
-    undelivered where the official one decrypts them or hands them over undecrypted."""
-    if crypto_key_reader is not None:
-        raise OperationNotSupported("crypto_key_reader on a reader is not offered yet")
-    if crypto_failure_action is not ConsumerCryptoFailureAction.FAIL:
-        raise OperationNotSupported(
-            f"crypto_failure_action={crypto_failure_action} on a reader is not offered yet"
-        )
+) -> dict[str, Any]:
+    """msgclient's options for a consumer's or a reader's decryption arguments."""
+    return {
+        "crypto_key_reader": crypto_key_reader,
+        "crypto_failure_action": to_msgclient(
+            crypto_failure_action, core.ConsumerCryptoFailureAction
+        ),
+    }
 
 
 def _router(router: MessageRouter) -> core.MessageRouter:

@@ -76,6 +76,7 @@ def test_failover_and_switch_back(
         )
         producer.send(b"primary-1")
         received = receive_until(consumer, b"primary-1")
+        in_use = [client.get_service_info().service_url]
         time.sleep(0.5)  # the grouped acknowledgment reaches the primary before it stops
 
         primary.stop()
@@ -83,13 +84,17 @@ def test_failover_and_switch_back(
         producer.send(b"secondary")  # waits for the reconnect on the secondary
         failover_s = time.monotonic() - started
         received += receive_until(consumer, b"secondary")
+        in_use.append(client.get_service_info().service_url)
 
         primary.start()
         time.sleep(SWITCH_BACK_WAIT_S)
         producer.send(b"primary-2")
         received += receive_until(consumer, b"primary-2")
+        in_use.append(client.get_service_info().service_url)
     finally:
         client.close()
+
+    assert in_use == [primary.service_url, secondary.service_url, primary.service_url]
 
     assert received == [b"primary-1", b"secondary", b"primary-2"]
     assert failover_s < 10  # measured: well under 2 s for both clients

@@ -390,3 +390,28 @@ async def test_the_asyncio_module_encrypts_and_decrypts(
     assert message.data() == b"secret"
     assert b"secret" not in stored.data()
     assert stored.encryption_context().is_decryption_failed()
+
+
+@pytest.mark.parametrize("module", MODULES.values(), ids=MODULES.keys())
+def test_a_reader_decrypts_with_its_key_reader(
+    pulsar_broker: PulsarBroker, topic: str, keys: tuple[KeyPair, KeyPair], module: ModuleType
+) -> None:
+    right, _ = keys
+    produce(
+        pulsar,
+        pulsar_broker,
+        topic,
+        batching_enabled=True,
+        encryption_key=KEY_NAME,
+        crypto_key_reader=key_reader(pulsar, right),
+    )
+    client = new_client(module, pulsar_broker)
+    try:
+        reader = client.create_reader(
+            topic, module.MessageId.earliest, crypto_key_reader=key_reader(module, right)
+        )
+        read = [reader.read_next(RECEIVE_MS) for _ in SENT]
+        assert [m.data() for m in read] == [value for value, _, _ in SENT]
+        reader.close()
+    finally:
+        client.close()

@@ -483,3 +483,31 @@ async def test_a_message_that_cannot_be_encrypted_fails_its_send(
         public.unlink()
         with pytest.raises(CryptoError, match="cannot read public_key_path"):
             await asyncio.wait_for(producer.send(b"lost"), TIMEOUT)
+
+
+async def test_a_reader_decrypts_with_its_key_reader_and_fails_without(
+    pulsar_broker: PulsarBroker, topic: str, keys: tuple[KeyPair, KeyPair]
+) -> None:
+    right, _ = keys
+    url = pulsar_broker.service_url
+    await msgclient_produce(
+        url,
+        topic,
+        True,
+        encryption_keys=[KEY_NAME],
+        crypto_key_reader=FileCryptoKeyReader(public_key_path=right.public),
+    )
+    async with msgclient.Client(url) as client:
+        reader = await client.create_reader(
+            topic, msgclient.InitialPosition.Earliest, crypto_key_reader=right.reader()
+        )
+        read = [await reader.read_next(10_000) for _ in SENT]
+        assert values(read) == [p.value for p in SENT]
+        raw = await client.create_reader(
+            topic,
+            msgclient.InitialPosition.Earliest,
+            crypto_failure_action=ConsumerCryptoFailureAction.CONSUME,
+        )
+        undecrypted = await raw.read_next(10_000)
+        assert isinstance(undecrypted, UndecryptedMessage)
+        assert not any(p.value in undecrypted.data() for p in SENT)
