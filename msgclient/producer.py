@@ -102,26 +102,21 @@ class Producer(AsyncClosing):
         self,
         value: bytes | bytearray | memoryview | None,
         callback: SendCallback | None = None,
-        *,
-        partition_key: str | bytes | None = None,
-        ordering_key: str | bytes | None = None,
-        properties: Mapping[str, str] | None = None,
-        event_timestamp: int | None = None,
-        sequence_id: int | None = None,
-        disable_replication: bool = False,
-        replication_clusters: list[str] | None = None,
-        deliver_at: int | None = None,
-        deliver_after: int | None = None,
+        **options: Unpack[MessageOptions],
     ) -> asyncio.Future[MessageId]:
         """Queue one message; the returned future completes with its MessageId.
 
         ``value`` None sends a null value (a tombstone: on a compacted topic it deletes
         the key's value), with an empty payload and the metadata's null_value flag.
         ``callback(error, message_id)`` is called too, if given, when the outcome is known.
-        ``partition_key`` is a str or bytes (the Java client's key / keyBytes).
-        ``deliver_at`` (ms since the epoch) or ``deliver_after`` (ms from now) delay the
-        delivery to consumers (the broker must support it; such messages are not batched).
+        ``options`` are those of ``MessageOptions``: ``partition_key`` is a str or bytes
+        (the Java client's key / keyBytes); ``deliver_at`` (ms since the epoch) or
+        ``deliver_after`` (ms from now) delay the delivery to consumers (the broker must
+        support it; such messages are not batched).
         """
+        # Options arrive as one dict, not as keyword-only parameters: a call without any
+        # (the common case) then skips filling and testing nine defaults, measured at a
+        # tenth of this method's own time.
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
         null_value = value is None
@@ -134,44 +129,15 @@ class Producer(AsyncClosing):
                 f"message of {size} bytes is over the broker's limit of "
                 f"{partitions[0].max_message_size} bytes (topic {self.topic})"
             )
-        if partition_key is not None:
-            _check_key("partition_key", partition_key)
-        if ordering_key is not None:
-            _check_key("ordering_key", ordering_key)
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
-        if properties is not None:
-            check_properties("properties", properties)
-        if sequence_id is not None:
-            check_non_negative("sequence_id", sequence_id)
-        if event_timestamp is not None:
-            check_non_negative("event_timestamp", event_timestamp)
-        if deliver_after is not None:
-            check_non_negative("deliver_after", deliver_after)
-            deliver_at = int(time.time() * 1000) + deliver_after
-        elif deliver_at is not None:
-            check_non_negative("deliver_at", deliver_at)
-        if type(ordering_key) is str:
-            ordering_key = ordering_key.encode()
-        replicate_to = (
-            LOCAL_ONLY
-            if disable_replication
-            else (tuple(replication_clusters) if replication_clusters else None)
-        )
         future: asyncio.Future[MessageId] = self._loop.create_future()
-        message = OutgoingMessage(
-            value,
-            future,
-            partition_key,
-            ordering_key,  # type: ignore[arg-type]
-            properties,
-            event_timestamp,
-            sequence_id,
-            replicate_to,
-            callback,
-            deliver_at,
-            null_value,
-        )
+        if options:
+            message = _with_options(value, future, callback, null_value, options)
+        else:
+            message = OutgoingMessage(
+                value, future, None, None, None, None, None, None, callback, None, null_value
+            )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
         pending = producer.pending_messages
         if not pending.try_acquire(1):
@@ -215,6 +181,62 @@ class Producer(AsyncClosing):
             await asyncio.gather(*(p.close(self._close_timeout) for p in self._partitions))
         finally:
             self._on_closed(self)
+
+
+def _with_options(
+    value: bytes,
+    future: asyncio.Future[MessageId],
+    callback: SendCallback | None,
+    null_value: bool,
+    options: MessageOptions,
+) -> OutgoingMessage:
+    """The message of a ``send_async`` with options, which are checked here."""
+    unknown = options.keys() - MessageOptions.__annotations__.keys()
+    if unknown:
+        raise TypeError(f"send_async() got an unexpected keyword argument {min(unknown)!r}")
+    partition_key = options.get("partition_key")
+    ordering_key = options.get("ordering_key")
+    properties = options.get("properties")
+    event_timestamp = options.get("event_timestamp")
+    sequence_id = options.get("sequence_id")
+    deliver_at = options.get("deliver_at")
+    deliver_after = options.get("deliver_after")
+    replication_clusters = options.get("replication_clusters")
+    if partition_key is not None:
+        _check_key("partition_key", partition_key)
+    if ordering_key is not None:
+        _check_key("ordering_key", ordering_key)
+    if properties is not None:
+        check_properties("properties", properties)
+    if sequence_id is not None:
+        check_non_negative("sequence_id", sequence_id)
+    if event_timestamp is not None:
+        check_non_negative("event_timestamp", event_timestamp)
+    if deliver_after is not None:
+        check_non_negative("deliver_after", deliver_after)
+        deliver_at = int(time.time() * 1000) + deliver_after
+    elif deliver_at is not None:
+        check_non_negative("deliver_at", deliver_at)
+    if type(ordering_key) is str:
+        ordering_key = ordering_key.encode()
+    replicate_to = (
+        LOCAL_ONLY
+        if options.get("disable_replication")
+        else (tuple(replication_clusters) if replication_clusters else None)
+    )
+    return OutgoingMessage(
+        value,
+        future,
+        partition_key,
+        ordering_key,  # type: ignore[arg-type]
+        properties,
+        event_timestamp,
+        sequence_id,
+        replicate_to,
+        callback,
+        deliver_at,
+        null_value,
+    )
 
 
 def _check_key(name: str, key: object) -> None:

@@ -54,6 +54,7 @@ async def test_bytes_partition_key_is_sent_as_javas_key_bytes(
         ("callback", "nope", "callback must be callable, not str"),
         ("properties", {"k": 1}, "properties"),
         ("event_timestamp", "now", "event_timestamp"),
+        ("no_such_option", 1, "unexpected keyword argument 'no_such_option'"),
     ],
 )
 async def test_bad_argument_fails_at_the_call_and_the_batch_around_it_is_sent(
