@@ -114,7 +114,6 @@ def encode_record_batch(
     now_prefix = b"\x00" + _varint(now_ms - base_timestamp)  # attributes, timestamp delta
     deltas = _offset_delta_varints(count)
     parts: list[bytes] = []
-    append = parts.append
     remaining = iter(messages)
     start = 0
     try:
@@ -124,6 +123,8 @@ def encode_record_batch(
             stop = min(limit, count)
             width = len(deltas[start])
             plain: dict[int, tuple[bytes, bytes]] = {}  # value size -> those bytes
+            # The last plain record's value size and its bytes: most values are one size.
+            size, head, middle = -1, b"", b""
             # Deltas first: zip must stop on them, without taking one more message.
             for offset_delta, message in zip(deltas[start:stop], remaining, strict=False):
                 if (
@@ -133,25 +134,24 @@ def encode_record_batch(
                     and not message.null_value
                 ):
                     value = message.value
-                    pieces = plain.get(len(value))
-                    if pieces is None:
-                        # length, attributes, timestamp delta | null key, value length
-                        size = _varint(len(value))
-                        length = len(now_prefix) + width + 1 + len(size) + len(value) + 1
-                        pieces = _varint(length) + now_prefix, b"\x01" + size
-                        plain[len(value)] = pieces
-                    append(pieces[0])
-                    append(offset_delta)
-                    append(pieces[1])
-                    append(value)
-                    append(b"\x00")  # no headers
+                    if len(value) != size:
+                        size = len(value)
+                        pieces = plain.get(size)
+                        if pieces is None:
+                            # length, attributes, timestamp delta | null key, value length
+                            value_length = _varint(size)
+                            length = len(now_prefix) + width + 1 + len(value_length) + size + 1
+                            pieces = _varint(length) + now_prefix, b"\x01" + value_length
+                            plain[size] = pieces
+                        head, middle = pieces
+                    parts += (head, offset_delta, middle, value, b"\x00")  # no headers
                 else:
                     timestamp = message.event_timestamp
                     if timestamp is None:
                         timestamp = now_ms
                     if timestamp > max_timestamp:
                         max_timestamp = timestamp
-                    append(_record(message, offset_delta, timestamp - base_timestamp))
+                    parts.append(_record(message, offset_delta, timestamp - base_timestamp))
             if plain:
                 max_timestamp = max(max_timestamp, now_ms)
             start = stop
