@@ -41,9 +41,10 @@ class Producer(AsyncClosing):
     """Sends messages to a topic; build it with ``Client.create_producer``.
 
     ``send`` waits for the broker's confirmation. ``send_async`` only waits for room in
-    the queue (``block_if_queue_full``) and returns a future of the MessageId, so one task
-    can pipeline many messages; its errors (queue full, memory full, closed) raise at the
-    ``await``, and later failures (send timeout) fail the future.
+    the queue (``block_if_queue_full``), and for one turn of the event loop after a call
+    that closed a batch, and returns a future of the MessageId, so one task can pipeline
+    many messages; its errors (queue full, memory full, closed) raise at the ``await``,
+    and later failures (send timeout) fail the future.
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class Producer(AsyncClosing):
         self._close_timeout = close_timeout
         self._on_closed = on_closed
         self._closing = False
+        self._batch_closed = False  # the last send closed a batch: give the loop a turn
         self._loop = asyncio.get_running_loop()
 
     @property
@@ -117,6 +119,13 @@ class Producer(AsyncClosing):
         # Options arrive as one dict, not as keyword-only parameters: a call without any
         # (the common case) then skips filling and testing nine defaults, measured at a
         # tenth of this method's own time.
+        if self._batch_closed:
+            # A caller sending in a loop never waits otherwise, and what it queued would
+            # reach the socket only when its loop ends: one turn per closed batch lets the
+            # broker store batches while the next ones fill. Before any side effect, so
+            # that a cancellation here leaves nothing half sent.
+            self._batch_closed = False
+            await asyncio.sleep(0)
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
         null_value = value is None
@@ -144,7 +153,7 @@ class Producer(AsyncClosing):
             await self._wait_for_slot(pending, producer.topic)
         if not self._memory.try_acquire(size):
             await self._wait_for_memory(pending, size)
-        producer.enqueue(message)
+        self._batch_closed = producer.enqueue(message)
         return future
 
     async def _wait_for_slot(self, pending: Limit, topic: str) -> None:

@@ -174,12 +174,14 @@ class PartitionProducer(ProducerEvents):
 
     # -- sending ------------------------------------------------------------------------
 
-    def enqueue(self, message: OutgoingMessage) -> None:
-        """Take a message whose limits were acquired; it completes or fails its future."""
+    def enqueue(self, message: OutgoingMessage) -> bool:
+        """Take a message whose limits were acquired; it completes or fails its future.
+
+        True when it closed a batch: there is a write for the event loop to do."""
         if self._closing:
             self._release(1, len(message.value))
             message.fail(AlreadyClosedError(f"producer on {self.topic} is closed"))
-            return
+            return False
         if message.sequence_id is None:
             message.sequence_id = self._next_sequence_id
             self._next_sequence_id += 1
@@ -188,15 +190,18 @@ class PartitionProducer(ProducerEvents):
             if batch is not None:  # a delayed message goes alone, after the open batch
                 self._close_batch()
             self._push(OpSend([message], False, len(message.value), self._loop.time()))
-            return
+            return False
         status = batch.add(message)
-        if status == NO_SPACE:
+        closed = status == NO_SPACE
+        if closed:
             self._close_batch()
             status = batch.add(message)
         if status == ADDED_FULL:
             self._close_batch()
-        elif self._batch_timer is None:
+            return True
+        if self._batch_timer is None:
             self._schedule_batch_close()
+        return closed
 
     def _schedule_batch_close(self) -> None:
         """A batch closes one publish delay after the previous one (as the Java client's

@@ -27,6 +27,7 @@ from msgclient.errors import (
 )
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions
+from msgclient.producer import Producer
 
 WAIT = 1.0
 TOPIC = "persistent://public/default/t"
@@ -280,6 +281,61 @@ async def test_batch_closes_on_max_messages(make_harness: MakeHarness) -> None:
     assert h.transport.written == [b"0-2"]
     h.send()
     assert h.transport.written == [b"0-2"]
+
+
+async def test_enqueue_tells_when_it_closed_a_batch(make_harness: MakeHarness) -> None:
+    h = make_harness(
+        **NO_DELAY_BATCHING, batching_max_messages=2, batching_max_allowed_size_in_bytes=4
+    )
+
+    def enqueue(value: bytes) -> bool:
+        assert h.producer.pending_messages.try_acquire(1)
+        future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
+        return h.producer.enqueue(OutgoingMessage(value, future))
+
+    await h.start()
+    assert [enqueue(b"a"), enqueue(b"b")] == [False, True]  # full on messages
+    assert [enqueue(b"ccc"), enqueue(b"dd")] == [False, True]  # no space: the open one closed
+    assert h.transport.written == [b"0-1", b"2-2"]
+
+
+def producer_over(h: Harness, **options: Any) -> Producer:
+    return Producer(
+        TOPIC, ProducerOptions(**options), [h.producer], None, h.memory, 0, lambda _: None
+    )
+
+
+async def test_send_async_gives_the_loop_a_turn_after_closing_a_batch(
+    make_harness: MakeHarness,
+) -> None:
+    """A task sending in a loop lets the batches it closed reach the socket as it goes."""
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3)
+    await h.start()
+    producer = producer_over(h)
+    loop = asyncio.get_running_loop()
+    ran: list[int] = []
+    seen: list[int] = []
+    for i in range(6):
+        loop.call_soon(ran.append, i)
+        await producer.send_async(b"v")
+        seen.append(len(ran))
+    assert seen == [0, 0, 0, 4, 4, 4]  # the call after each closed batch waited one turn
+    assert h.transport.written == [b"0-2", b"3-5"]
+
+
+async def test_a_send_cancelled_during_its_turn_queued_nothing(make_harness: MakeHarness) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3)
+    await h.start()
+    producer = producer_over(h)
+    for _ in range(3):
+        await producer.send_async(b"v")  # the third closes a batch: the next call yields
+    task = asyncio.ensure_future(producer.send_async(b"x"))
+    await asyncio.sleep(0)  # the task is in its turn
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert h.producer.pending_count == 3
+    assert h.limits_used == (3, 3)
 
 
 async def test_a_delayed_message_goes_alone_after_the_open_batch(
