@@ -21,7 +21,12 @@ import attrs
 
 from msgclient.auth import Authentication
 from msgclient.errors import InvalidConfigurationError
-from msgclient.options import ClientOptions, _int_at_least, _optional_instance, _optional_str
+from msgclient.options import (
+    ClientOptions,
+    _int_at_least,
+    _optional_authentication,
+    _optional_str,
+)
 from msgclient.url import ServiceUrl, parse_service_url
 
 log = logging.getLogger(__name__)
@@ -37,7 +42,8 @@ class ServiceInfo:
 
     service_url: str = attrs.field(validator=_service_url)
     authentication: Authentication | None = attrs.field(
-        default=None, validator=_optional_instance(Authentication)
+        default=None,
+        validator=_optional_authentication,  # never prints the value: a secret
     )
     tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
 

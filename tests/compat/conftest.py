@@ -13,6 +13,7 @@ import pytest
 
 from msgclient import pulsar_compat
 from msgclient.embedded import PulsarBroker
+from msgclient.pulsar_compat.loggers import SOURCES
 
 RECEIVE_MS = 10_000
 
@@ -35,3 +36,19 @@ def client(pulsar_module: ModuleType, pulsar_broker: PulsarBroker) -> Iterator[A
     )
     yield made
     made.close()
+
+
+@pytest.fixture(autouse=True)
+def msgclient_logging_restored() -> Iterator[None]:
+    """A pulsar_compat Client routes msgclient's loggers for the whole process, as the
+    official client's logger does: put them back, so that later tests (which read logs
+    through caplog, on the root logger) see them as before."""
+    loggers = [logging.getLogger(name) for name in SOURCES]
+    saved = [(lg, list(lg.handlers), lg.level, lg.propagate) for lg in loggers]
+    yield
+    for logger, handlers, level, propagate in saved:
+        for handler in [h for h in logger.handlers if h not in handlers]:
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import signal
 import sys
 import time
+
+# As a program started from a terminal: a test runner started in the background (nohup,
+# `&`) has SIGINT ignored, and Python keeps an ignored SIGINT ignored in its children.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 module_name, service_url, topic = sys.argv[1:4]
 pulsar = importlib.import_module(module_name)
