@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -143,6 +143,11 @@ class Consumer(AsyncClosing):
         if self._track_delivery:
             self._by_topic[message.topic_name()].delivered(message)
 
+    def _all_delivered(self, messages: Iterable[Message]) -> None:
+        if self._track_delivery:  # before the loop: a batch's Messages are made only for it
+            for message in messages:
+                self._by_topic[message.topic_name()].delivered(message)
+
     def _check_no_listener(self, call: str) -> None:
         if self._listener is not None:
             raise InvalidConfigurationError(
@@ -186,9 +191,7 @@ class Consumer(AsyncClosing):
                     taken = [await queue.get(remaining)]
                 except TimeoutError:
                     break
-            if self._track_delivery:
-                for message in taken:
-                    self._by_topic[message.topic_name()].delivered(message)
+            self._all_delivered(taken)
             messages += taken
             if max_bytes is not None:
                 size += sum(map(_payload_size, taken))
@@ -224,9 +227,7 @@ class Consumer(AsyncClosing):
         batch = MessageBatch(
             queue.take_slices(len(queue) if max_messages is None else max_messages)
         )
-        if self._track_delivery:
-            for message in batch:
-                self._by_topic[message.topic_name()].delivered(message)
+        self._all_delivered(batch)
         return batch
 
     # -- acknowledging ------------------------------------------------------------------

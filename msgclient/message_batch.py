@@ -10,10 +10,12 @@ Message, no MessageId and no acknowledgment per message.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar, overload
 
 from msgclient.message import Message, MessageId
+
+T = TypeVar("T")
 
 
 class MessageBlock(Sequence[Message], abc.ABC):
@@ -156,50 +158,38 @@ class MessageBatch(Sequence[Message]):
 
     def values(self) -> list[bytes | None]:
         """The payloads (None for a null value)."""
-        column: list[bytes | None] = []
-        for messages, start, end in self._slices:
-            if isinstance(messages, MessageBlock):
-                column += messages.values(start, end)
-            else:
-                column += [m.value() for m in messages[start:end]]
-        return column
+        return self._column(lambda b, i, j: b.values(i, j), lambda m: m.value())
 
     def key_bytes(self) -> list[bytes | None]:
         """The keys as bytes, as ``Message.key_bytes()`` (a Pulsar key in UTF-8)."""
-        column: list[bytes | None] = []
-        for messages, start, end in self._slices:
-            if isinstance(messages, MessageBlock):
-                column += messages.key_bytes(start, end)
-            else:
-                column += [m.key_bytes() for m in messages[start:end]]
-        return column
+        return self._column(lambda b, i, j: b.key_bytes(i, j), lambda m: m.key_bytes())
 
     def properties(self) -> list[Mapping[str, str] | None]:
         """Each message's properties (Kafka headers), None when it has none."""
-        column: list[Mapping[str, str] | None] = []
-        for messages, start, end in self._slices:
-            if isinstance(messages, MessageBlock):
-                column += messages.properties(start, end)
-            else:
-                column += [m.properties() or None for m in messages[start:end]]
-        return column
+        return self._column(lambda b, i, j: b.properties(i, j), lambda m: m.properties() or None)
 
     def publish_timestamps(self) -> list[int]:
-        column: list[int] = []
-        for messages, start, end in self._slices:
-            if isinstance(messages, MessageBlock):
-                column += messages.publish_timestamps(start, end)
-            else:
-                column += [m.publish_timestamp() for m in messages[start:end]]
-        return column
+        return self._column(
+            lambda b, i, j: b.publish_timestamps(i, j), lambda m: m.publish_timestamp()
+        )
 
     def event_timestamps(self) -> list[int]:
-        column: list[int] = []
+        return self._column(lambda b, i, j: b.event_timestamps(i, j), lambda m: m.event_timestamp())
+
+    def _column(
+        self,
+        of_block: Callable[[MessageBlock, int, int], list[T]],
+        of_message: Callable[[Message], T],
+    ) -> list[T]:
+        """A column: a block's own (no Message made), else each message's accessor.
+        Both call the object's own method (``MessageBlock.values`` is abstract, and a Message
+        subclass may override an accessor)."""
+        column: list[T] = []
         for messages, start, end in self._slices:
             if isinstance(messages, MessageBlock):
-                column += messages.event_timestamps(start, end)
+                column += of_block(messages, start, end)
             else:
-                column += [m.event_timestamp() for m in messages[start:end]]
+                column += map(of_message, messages[start:end])
         return column
 
     def message_ids(self) -> list[MessageId]:
