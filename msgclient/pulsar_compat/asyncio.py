@@ -15,7 +15,6 @@ from typing import Any
 from msgclient import client as core_client
 from msgclient import consumer as core_consumer
 from msgclient import errors
-from msgclient import options as core
 from msgclient import producer as core_producer
 from msgclient import reader as core_reader
 from msgclient.pulsar_compat import client as blocking_compat
@@ -32,7 +31,7 @@ from msgclient.pulsar_compat.enums import (
 )
 from msgclient.pulsar_compat.exceptions import result_of
 from msgclient.pulsar_compat.message import Message, PayloadSchema
-from msgclient.pulsar_compat.message_id import MessageId, seek_position
+from msgclient.pulsar_compat.message_id import MessageId, reader_start, seek_position
 from msgclient.pulsar_compat.producer import message_options
 from msgclient.pulsar_compat.settings import consumer_options, payload_schema, producer_options
 
@@ -238,13 +237,7 @@ class Client:
     ) -> Reader:
         check_type(MessageId, start_message_id, "start_message_id")
         reader_schema = payload_schema(schema)
-        start: core.InitialPosition | Any
-        if start_message_id == MessageId.earliest:
-            start = core.InitialPosition.Earliest
-        elif start_message_id == MessageId.latest:
-            start = core.InitialPosition.Latest
-        else:
-            start = start_message_id.msgclient_id
+        start = reader_start(start_message_id)
         with _translated:
             reader = await self._client.create_reader(
                 topic,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
 
 from msgclient import blocking
 from msgclient import options as core
@@ -42,7 +41,7 @@ from msgclient.pulsar_compat.failover import (
 )
 from msgclient.pulsar_compat.loggers import ConsoleLogger, FileLogger, route_logs
 from msgclient.pulsar_compat.message import Message, PayloadSchema
-from msgclient.pulsar_compat.message_id import MessageId
+from msgclient.pulsar_compat.message_id import MessageId, reader_start
 from msgclient.pulsar_compat.policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
@@ -325,12 +324,7 @@ class Client:
             raise OperationNotSupported(
                 "reader_listener is not offered: call read_next() in a thread of yours"
             )
-        if start_message_id == MessageId.earliest:
-            start: core.InitialPosition | Any = core.InitialPosition.Earliest
-        elif start_message_id == MessageId.latest:
-            start = core.InitialPosition.Latest
-        else:
-            start = start_message_id.msgclient_id
+        start = reader_start(start_message_id)
         with pulsar_errors():
             reader = self._client.create_reader(
                 topic,

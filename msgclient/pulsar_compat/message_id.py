@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from msgclient import message as core
 from msgclient.errors import MalformedFrameError
+from msgclient.options import InitialPosition
 from msgclient.pulsar_compat.exceptions import pulsar_errors
 from protocols.pulsarwire.message_id import INT64_MAX, PulsarMessageId
 
@@ -106,6 +107,16 @@ def seek_position(messageid: object) -> core.MessageId | int:
     if isinstance(messageid, int) and not isinstance(messageid, bool):
         return messageid
     raise ValueError(f"invalid seek_arg type {type(messageid)}")
+
+
+def reader_start(start_message_id: MessageId) -> core.MessageId | InitialPosition:
+    """What msgclient's ``create_reader`` takes for the official start: the ends of the
+    topic as initial positions, any other id as msgclient's."""
+    if start_message_id == MessageId.earliest:
+        return InitialPosition.Earliest
+    if start_message_id == MessageId.latest:
+        return InitialPosition.Latest
+    return start_message_id.msgclient_id
 
 
 # The official client's values: (-1, -1) before the first entry, (INT64_MAX, INT64_MAX)
