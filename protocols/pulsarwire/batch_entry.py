@@ -34,6 +34,9 @@ class RecordDetails:
         self.null_value = null_value
 
 
+_PLAIN = RecordDetails(None, None, None, False)  # a record with none of these fields
+
+
 class BatchEntry(MessageBlock):
     """The messages of one batched entry still to deliver (the broker's ack set may have
     left some out: ``indexes`` are then their batch indexes)."""
@@ -103,42 +106,46 @@ class BatchEntry(MessageBlock):
             self._producer_name,
         )
         indexes = range(len(self._values)) if self._indexes is None else self._indexes
-        made = [
-            Message(
-                value,
-                PulsarMessageId(ledger, entry, partition, index, size),
-                topic,
-                None,
-                None,
-                None,
-                event_time,
-                publish,
-                redeliveries,
-                producer,
-                sequence_id,
-                False,
-                schema_version,
-            )
-            for value, index, event_time, sequence_id in zip(
-                self._values, indexes, self._event_times, self._sequence_ids, strict=True
-            )
-        ]
-        for position, details in self._details.items():  # the records with more fields
-            plain = made[position]
-            made[position] = Message(
-                plain.data(),
-                plain.message_id(),
-                topic,
-                details.key,
-                details.ordering_key,
-                details.properties,
-                plain.event_timestamp(),
-                publish,
-                redeliveries,
-                producer,
-                plain.sequence_id(),
-                details.null_value,
-                schema_version,
+        rows = zip(self._values, indexes, self._event_times, self._sequence_ids, strict=True)
+        details = self._details
+        if not details:  # the common entry: plain records only, the tightest loop
+            return [
+                Message(
+                    value,
+                    PulsarMessageId(ledger, entry, partition, index, size),
+                    topic,
+                    None,
+                    None,
+                    None,
+                    event_time,
+                    publish,
+                    redeliveries,
+                    producer,
+                    sequence_id,
+                    False,
+                    schema_version,
+                )
+                for value, index, event_time, sequence_id in rows
+            ]
+        made = []
+        for position, (value, index, event_time, sequence_id) in enumerate(rows):
+            record = details.get(position, _PLAIN)
+            made.append(
+                Message(
+                    value,
+                    PulsarMessageId(ledger, entry, partition, index, size),
+                    topic,
+                    record.key,
+                    record.ordering_key,
+                    record.properties,
+                    event_time,
+                    publish,
+                    redeliveries,
+                    producer,
+                    sequence_id,
+                    record.null_value,
+                    schema_version,
+                )
             )
         return made
 
