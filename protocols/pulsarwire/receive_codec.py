@@ -90,9 +90,28 @@ def decode_entry(
             f"batch entry {ledger}:{entry} claims {count} records in {len(payload)} bytes"
         )
     unacked = _unacked_indexes(command.ack_set, count)
+    uniform = _uniform_records(payload, count) if unacked is None else None
+    if uniform is not None:  # the common batch: read by columns, no loop per record
+        values, sequence_ids = uniform
+        return BatchEntry(
+            topic,
+            ledger,
+            entry,
+            partition,
+            count,
+            values,
+            sequence_ids,
+            [0] * count,  # no record carries an event time
+            {},
+            None,
+            metadata.publish_time,
+            metadata.producer_name,
+            redelivery_count,
+            schema_version,
+        )
     first_sequence_id = metadata.sequence_id
-    values: list[bytes] = []
-    sequence_ids: list[int] = []
+    values = []
+    sequence_ids = []
     event_times: list[int] = []
     details: dict[int, RecordDetails] = {}
     kept: list[int] = []  # the batch indexes delivered, when the ack set leaves some out
@@ -158,6 +177,61 @@ def decode_entry(
         redelivery_count,
         schema_version,
     )
+
+
+def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]] | None:
+    """The values and sequence ids of a batch whose records all have one shape: metadata of
+    payload_size then sequence_id, every payload_size and metadata size equal (what a
+    producer writes for equal-size messages); None for any other batch.
+
+    Such records sit at a fixed stride, so each byte of their metadata is a column that
+    one slice reads for all of them: the constant bytes (the record size, the tags, the
+    payload size) are checked by comparing columns, and the sequence ids are put together
+    from the columns of their varint bytes, without a Python loop per record over bytes.
+    """
+    stride, remainder = divmod(len(payload), count)
+    if remainder or stride < _MIN_RECORD + 2:
+        return None
+    (size,) = _U32.unpack_from(payload)
+    if size > stride - 4 or payload[4] != _PAYLOAD_SIZE:
+        return None
+    payload_size, position = _varint(payload, 5, 4 + size)
+    if position >= 4 + size or payload[position] != _SEQUENCE_ID:
+        return None
+    sequence_start = position + 1  # the sequence id: the rest of the metadata
+    sequence_bytes = 4 + size - sequence_start
+    if not 0 < sequence_bytes <= 10 or stride != 4 + size + payload_size:
+        return None
+    for offset in range(sequence_start):  # the same in every record
+        if payload[offset::stride] != payload[offset : offset + 1] * count:
+            return None
+    # The varint's bytes: each but the last carries the continuation bit, the last not.
+    columns = [payload[sequence_start + i :: stride] for i in range(sequence_bytes)]
+    if max(columns[-1]) >= 0x80 or any(min(c) < 0x80 for c in columns[:-1]):
+        return None
+    sequence_ids = [0] * count
+    for shift, column in enumerate(columns):
+        mask = 0x7F if shift < sequence_bytes - 1 else 0xFF
+        sequence_ids = [
+            s | ((b & mask) << (7 * shift)) for s, b in zip(sequence_ids, column, strict=True)
+        ]
+    start = 4 + size
+    values = [payload[p : p + payload_size] for p in range(start, start + count * stride, stride)]
+    return values, sequence_ids
+
+
+def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """A varint at ``position`` (ending before ``end``) and the position after it; the
+    position is ``end`` or beyond when the varint does not end in time."""
+    value = shift = 0
+    while position < end:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return value, end
 
 
 # SingleMessageMetadata varint fields the fast path knows: payload_size (3), event_time (5),

@@ -179,6 +179,44 @@ def test_what_is_sent_is_received(
         check(message, sent[index], index if batch else -1, len(sent) if batch else 0, partition)
 
 
+@st.composite
+def equal_batches(draw: st.DrawFn) -> list[Sent]:
+    """A batch of plain messages of one size (what a busy producer writes; the decoder
+    reads these by columns), at times with one message that is not plain, or of
+    another size, among them (then record by record)."""
+    size = draw(st.sampled_from([0, 1, 100, 127, 128, 300, 16384]))
+    count = draw(st.integers(1, 300))
+    first = draw(FIRST_SEQUENCE_IDS | st.sampled_from([120, 16370, 2**21 - 10]))
+    sent = [Sent(bytes([i % 256]) * size, first + i, None, None, None, None) for i in range(count)]
+    odd = draw(st.none() | st.integers(0, count - 1))
+    if odd is not None:
+        sent[odd] = draw(
+            st.sampled_from(
+                [
+                    Sent(b"o" * (size + 1), first + odd, None, None, None, None),
+                    Sent(b"o" * size, first + odd, "key", None, None, None),
+                    Sent(b"o" * size, first + odd, None, None, None, 5),
+                ]
+            )
+        )
+    return sent
+
+
+@settings(max_examples=examples(0.1))
+@given(equal_batches(), COMPRESSIONS, st.integers(-1, 3))
+def test_batches_of_equal_messages_are_received(
+    sent: list[Sent], compression: CompressionType, partition: int
+) -> None:
+    """Their sequence ids cross varint widths (127 -> 128, 2**21) within a batch, too."""
+    metadata, payload = entry_of(send_frame(sent, True, compression))
+    received = decode_entry(
+        one_frame(message_frame(metadata.SerializeToString(), payload)), TOPIC, partition
+    )
+    assert len(received) == len(sent)
+    for index, message in enumerate(received):
+        check(message, sent[index], index, len(sent), partition)
+
+
 def check(message: Message, sent: Sent, index: int, size: int, partition: int) -> None:
     assert message.data() == sent.value
     assert message.message_id() == PulsarMessageId(LEDGER, ENTRY, partition, index, size)

@@ -183,3 +183,14 @@ async def test_an_entry_cut_by_its_ack_set_keeps_the_batch_indexes() -> None:
     assert [i.batch_index for i in ids] == [1, 3]  # type: ignore[attr-defined]
     assert [m.message_id() for m in block] == ids
     assert block.ack_ids(0, 2) == [PulsarMessageId(7, 9, -1)]  # the rest was acked before
+
+
+def test_a_sequence_id_written_twice_reads_as_the_last() -> None:
+    """Protobuf keeps the last of a repeated field: records of ``payload_size, sequence_id,
+    sequence_id`` are not read as one long sequence id, though all are alike."""
+    record = b"\x18\x01\x40\x01\x40\x02"  # payload_size 1, sequence_id 1, sequence_id 2
+    payload = (len(record).to_bytes(4, "big") + record + b"v") * 3
+    metadata = lying_metadata(num_messages_in_batch=3)
+    received = decode(message_frame(metadata, payload))
+    assert [m.sequence_id() for m in received] == [2, 2, 2]
+    assert [m.data() for m in received] == [b"v"] * 3
