@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 SendCallback = Callable[[BaseException | None, "MessageId | None"], None]
@@ -223,3 +223,41 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self._message_id!r}, {len(self._value)} bytes, topic={self._topic!r})"
+
+
+def plain_messages(
+    values: Sequence[bytes],
+    message_ids: Sequence[MessageId],
+    event_timestamps: Sequence[int],
+    sequence_ids: Sequence[int],
+    topic: str,
+    publish_timestamp: int,
+    redelivery_count: int,
+    producer_name: str,
+    schema_version: bytes | None,
+) -> list[Message]:
+    """The Messages of one batch of plain records (no key, ordering key, properties or
+    null value), sharing the batch's other fields. Made field by field rather than by
+    ``Message(...)``: a call with 13 arguments per message was a third of their cost, on
+    the path every batched message takes."""
+    new = Message.__new__
+    made = []
+    for value, message_id, event_timestamp, sequence_id in zip(
+        values, message_ids, event_timestamps, sequence_ids, strict=True
+    ):
+        message = new(Message)
+        message._value = value
+        message._message_id = message_id
+        message._topic = topic
+        message._partition_key = None
+        message._ordering_key = None
+        message._properties = None
+        message._event_timestamp = event_timestamp
+        message._publish_timestamp = publish_timestamp
+        message._redelivery_count = redelivery_count
+        message._producer_name = producer_name
+        message._sequence_id = sequence_id
+        message._null_value = False
+        message._schema_version = schema_version
+        made.append(message)
+    return made

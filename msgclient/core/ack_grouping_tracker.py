@@ -81,9 +81,12 @@ class AcknowledgmentsGroupingTracker:
         self._is_connected = is_connected
         self._loop = asyncio.get_running_loop()
         self._scheduler: Scheduler = scheduler or self._loop
-        # A dict as an ordered set: acks go out in the order they were made, unsorted
-        # (sorting thousands of ids per batch costs more than everything else here).
-        self._individual: dict[MessageId, None] = {}
+        # A list: acks go out in the order they were made, unsorted (sorting thousands of
+        # ids per batch costs more than everything else here), and unhashed (an id's hash
+        # is a Python call: a set would cost one per ack). An id acked twice goes out
+        # twice, which the broker takes as once.
+        self._individual: list[MessageId] = []
+        self._individual_set: set[MessageId] | None = None  # for is_duplicate, when asked
         # The highest cumulative ack, sent or not: everything up to it is acknowledged.
         self._last_cumulative: MessageId | None = None
         self._cumulative_pending = False
@@ -104,12 +107,16 @@ class AcknowledgmentsGroupingTracker:
         last = self._last_cumulative
         if last is not None and message_id <= last:
             return True
-        return message_id in self._individual
+        acked = self._individual_set
+        if acked is None:  # a redelivery: checked for each of its messages, made once
+            acked = self._individual_set = set(self._individual)
+        return message_id in acked
 
     def ack(self, message_id: MessageId) -> asyncio.Future[None]:
         if self._closed:
             return self._closed_future()
-        self._individual[message_id] = None
+        self._individual.append(message_id)
+        self._individual_set = None
         future = self._done
         if self._receipts:
             future = self._loop.create_future()
@@ -155,7 +162,8 @@ class AcknowledgmentsGroupingTracker:
         cumulative = self._last_cumulative if self._cumulative_pending else None
         batch = AckBatch(tuple(self._individual), cumulative)
         waiting = self._waiting
-        self._individual = {}
+        self._individual = []
+        self._individual_set = None
         self._cumulative_pending = False
         self._waiting = []
         try:
@@ -200,7 +208,8 @@ class AcknowledgmentsGroupingTracker:
         self.flush()
 
     def _drop_pending(self, error: Exception) -> None:
-        self._individual = {}
+        self._individual = []
+        self._individual_set = None
         self._cumulative_pending = False
         waiting, self._waiting = self._waiting, []
         _fail(waiting, error)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from msgclient.message import Message, MessageId
+from msgclient.message import Message, MessageId, plain_messages
 from msgclient.message_batch import MessageBlock
 from protocols.pulsarwire.message_id import PulsarMessageId
 
@@ -106,27 +106,21 @@ class BatchEntry(MessageBlock):
             self._producer_name,
         )
         indexes = range(len(self._values)) if self._indexes is None else self._indexes
-        rows = zip(self._values, indexes, self._event_times, self._sequence_ids, strict=True)
         details = self._details
-        if not details:  # the common entry: plain records only, the tightest loop
-            return [
-                Message(
-                    value,
-                    PulsarMessageId(ledger, entry, partition, index, size),
-                    topic,
-                    None,
-                    None,
-                    None,
-                    event_time,
-                    publish,
-                    redeliveries,
-                    producer,
-                    sequence_id,
-                    False,
-                    schema_version,
-                )
-                for value, index, event_time, sequence_id in rows
-            ]
+        if not details:  # the common entry: plain records only
+            ids = PulsarMessageId.of_batch(ledger, entry, partition, indexes, size)
+            return plain_messages(
+                self._values,
+                ids,
+                self._event_times,
+                self._sequence_ids,
+                topic,
+                publish,
+                redeliveries,
+                producer,
+                schema_version,
+            )
+        rows = zip(self._values, indexes, self._event_times, self._sequence_ids, strict=True)
         made = []
         for position, (value, index, event_time, sequence_id) in enumerate(rows):
             record = details.get(position, _PLAIN)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from msgclient.errors import MalformedFrameError
 from msgclient.message import MessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -21,7 +23,7 @@ class PulsarMessageId(MessageId):
     move between msgclient and them.
     """
 
-    __slots__ = ("_hash", "_key", "batch_index", "batch_size", "entry_id", "ledger_id", "partition")
+    __slots__ = ("batch_index", "batch_size", "entry_id", "ledger_id", "partition")
 
     def __init__(
         self,
@@ -36,22 +38,38 @@ class PulsarMessageId(MessageId):
         self.partition = partition
         self.batch_index = batch_index
         self.batch_size = batch_size
-        # Ids are hashed on every ack and every dispatch (duplicate checks): keep the hash.
-        # (Not the key tuple: one more object per message for the garbage collector.)
-        self._hash = hash((ledger_id, entry_id, partition, batch_index))
+        # No hash kept: one id is made per message received, and few are ever hashed
+        # (the ack tracker keeps a list).
+
+    @classmethod
+    def of_batch(
+        cls, ledger_id: int, entry_id: int, partition: int, indexes: Iterable[int], size: int
+    ) -> list[PulsarMessageId]:
+        """The ids of the messages at ``indexes`` of a batch of ``size``: made field by
+        field, without an ``__init__`` call each (one id is made per message received)."""
+        new = cls.__new__
+        made = []
+        for index in indexes:
+            message_id = new(cls)
+            message_id.ledger_id = ledger_id
+            message_id.entry_id = entry_id
+            message_id.partition = partition
+            message_id.batch_index = index
+            message_id.batch_size = size
+            made.append(message_id)
+        return made
 
     def _sort_key(self) -> tuple[int, ...]:
         return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
 
     def __hash__(self) -> int:
-        return self._hash
+        return hash((self.ledger_id, self.entry_id, self.partition, self.batch_index))
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not PulsarMessageId:
             return NotImplemented
         return (
-            self._hash == other._hash
-            and self.entry_id == other.entry_id
+            self.entry_id == other.entry_id
             and self.ledger_id == other.ledger_id
             and self.batch_index == other.batch_index
             and self.partition == other.partition
