@@ -187,15 +187,19 @@ def equal_batches(draw: st.DrawFn) -> list[Sent]:
     size = draw(st.sampled_from([0, 1, 100, 127, 128, 300, 16384]))
     count = draw(st.integers(1, 300))
     first = draw(FIRST_SEQUENCE_IDS | st.sampled_from([120, 16370, 2**21 - 10]))
-    sent = [Sent(bytes([i % 256]) * size, first + i, None, None, None, None) for i in range(count)]
+    step = draw(st.sampled_from([1, 1, 2, 129]))  # sequence ids set by the application too
+    sent = [
+        Sent(bytes([i % 256]) * size, first + i * step, None, None, None, None)
+        for i in range(count)
+    ]
     odd = draw(st.none() | st.integers(0, count - 1))
     if odd is not None:
         sent[odd] = draw(
             st.sampled_from(
                 [
-                    Sent(b"o" * (size + 1), first + odd, None, None, None, None),
-                    Sent(b"o" * size, first + odd, "key", None, None, None),
-                    Sent(b"o" * size, first + odd, None, None, None, 5),
+                    Sent(b"o" * (size + 1), first + odd * step, None, None, None, None),
+                    Sent(b"o" * size, first + odd * step, "key", None, None, None),
+                    Sent(b"o" * size, first + odd * step, None, None, None, 5),
                 ]
             )
         )
