@@ -61,6 +61,7 @@ class Consumer(AsyncClosing):
         self._by_topic = {p.topic: p for p in partitions}
         # Fast paths of the common consumer: one partition, no ack timeout.
         self._single = partitions[0] if len(partitions) == 1 else None
+        self._single_ack = self._single.acknowledger() if self._single is not None else None
         self._track_delivery = options.unacked_messages_timeout_ms > 0
         # Whole dispatches acknowledged by one id each: not while acks must also settle
         # per-message state (the ack timeout's and the dead letters' trackers).
@@ -234,8 +235,8 @@ class Consumer(AsyncClosing):
 
     def acknowledge(self, message: Message | MessageId | MessageBatch) -> asyncio.Future[None]:
         """Acknowledge a message, or every message of a ``receive_many`` batch."""
-        if self._single is not None and type(message) is Message:  # the hot path
-            return self._single.acknowledge(message.message_id())
+        if self._single_ack is not None and type(message) is Message:  # the hot path
+            return self._single_ack(message.message_id())
         if isinstance(message, MessageBatch):
             return self._acknowledge_batch(message)
         partition, message_id = self._locate(message)

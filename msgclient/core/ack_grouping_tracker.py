@@ -97,6 +97,7 @@ class AcknowledgmentsGroupingTracker:
         self._done: asyncio.Future[None] = self._loop.create_future()
         self._done.set_result(None)
         self.batches_sent = 0
+        self.acks_made = 0  # individual and cumulative, for the consumer's stats
 
     def holds_acks(self) -> bool:
         """Whether any id could be a duplicate (acked individually or cumulatively)."""
@@ -113,6 +114,7 @@ class AcknowledgmentsGroupingTracker:
         return message_id in acked
 
     def ack(self, message_id: MessageId) -> asyncio.Future[None]:
+        self.acks_made += 1
         if self._closed:
             return self._closed_future()
         self._individual.append(message_id)
@@ -128,6 +130,7 @@ class AcknowledgmentsGroupingTracker:
         return future
 
     def ack_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:
+        self.acks_made += 1
         if self._closed:
             return self._closed_future()
         last = self._last_cumulative
