@@ -93,25 +93,39 @@ def decode_entry(
     uniform = _uniform_records(payload, count) if unacked is None else None
     if uniform is not None:  # the common batch: read by columns, no loop per record
         values, sequence_ids = uniform
-        return BatchEntry(
-            topic,
-            ledger,
-            entry,
-            partition,
-            count,
-            values,
-            sequence_ids,
-            [0] * count,  # no record carries an event time
-            {},
-            None,
-            metadata.publish_time,
-            metadata.producer_name,
-            redelivery_count,
-            schema_version,
+        event_times: list[int] = [0] * count  # no record carries an event time
+        details: dict[int, RecordDetails] = {}
+        kept: list[int] | None = None
+    else:
+        values, sequence_ids, event_times, details, kept = _read_records(
+            payload, count, unacked, metadata.sequence_id, f"batch entry {ledger}:{entry}"
         )
-    first_sequence_id = metadata.sequence_id
-    values = []
-    sequence_ids = []
+    return BatchEntry(
+        topic,
+        ledger,
+        entry,
+        partition,
+        count,
+        values,
+        sequence_ids,
+        event_times,
+        details,
+        kept,
+        metadata.publish_time,
+        metadata.producer_name,
+        redelivery_count,
+        schema_version,
+    )
+
+
+def _read_records(
+    payload: bytes, count: int, unacked: set[int] | None, first_sequence_id: int, where: str
+) -> tuple[list[bytes], list[int], list[int], dict[int, RecordDetails], list[int] | None]:
+    """A batch's records one by one: values, sequence ids, event times, the details of the
+    records that have any (by position), and the batch indexes kept when ``unacked`` (the
+    broker's ack set) leaves some out."""
+    values: list[bytes] = []
+    sequence_ids: list[int] = []
     event_times: list[int] = []
     details: dict[int, RecordDetails] = {}
     kept: list[int] = []  # the batch indexes delivered, when the ack set leaves some out
@@ -121,7 +135,7 @@ def decode_entry(
         try:
             (size,) = _U32.unpack_from(payload, position)
         except struct.error as error:
-            raise _bad_record(ledger, entry, index, count, error) from error
+            raise _bad_record(where, index, count, error) from error
         position += 4
         plain = _two_field_record(payload, position, size) or _plain_record(
             payload, position, position + size
@@ -134,7 +148,7 @@ def decode_entry(
                 single.Clear()
                 single.ParseFromString(payload[position : position + size])
             except DecodeError as error:
-                raise _bad_record(ledger, entry, index, count, error) from error
+                raise _bad_record(where, index, count, error) from error
             payload_size, event_time = single.payload_size, single.event_time
             sequence_id = single.sequence_id if single.HasField("sequence_id") else -1
             record_details = RecordDetails(
@@ -147,7 +161,7 @@ def decode_entry(
         end = position + payload_size
         if end > len(payload):
             raise MalformedFrameError(
-                f"batch entry {ledger}:{entry} index {index}: payload of {payload_size} "
+                f"{where} index {index}: payload of {payload_size} "
                 f"bytes overruns the entry ({len(payload)} bytes)"
             )
         if unacked is not None:
@@ -161,22 +175,7 @@ def decode_entry(
         position = end
         sequence_ids.append(sequence_id if sequence_id >= 0 else first_sequence_id + index)
         event_times.append(event_time)
-    return BatchEntry(
-        topic,
-        ledger,
-        entry,
-        partition,
-        count,
-        values,
-        sequence_ids,
-        event_times,
-        details,
-        None if unacked is None else kept,
-        metadata.publish_time,
-        metadata.producer_name,
-        redelivery_count,
-        schema_version,
-    )
+    return values, sequence_ids, event_times, details, None if unacked is None else kept
 
 
 def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]] | None:
@@ -328,12 +327,8 @@ def _two_field_record(data: bytes, position: int, size: int) -> tuple[int, int, 
     return payload_size, sequence_id | (last << shift), 0
 
 
-def _bad_record(
-    ledger: int, entry: int, index: int, count: int, error: Exception
-) -> MalformedFrameError:
-    return MalformedFrameError(
-        f"batch entry {ledger}:{entry} index {index} of {count}: bad metadata ({error})"
-    )
+def _bad_record(where: str, index: int, count: int, error: Exception) -> MalformedFrameError:
+    return MalformedFrameError(f"{where} index {index} of {count}: bad metadata ({error})")
 
 
 def _unacked_indexes(ack_set: Sequence[int], count: int) -> set[int] | None:
