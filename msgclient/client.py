@@ -20,7 +20,7 @@ from msgclient.adapter import (
 )
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
-from msgclient.core.backoff import Backoff
+from msgclient.core.backoff import Backoff, RetrySignal
 from msgclient.core.cluster_failover import (
     AutoClusterFailover,
     ClusterFailover,
@@ -87,6 +87,7 @@ class Client(AsyncClosing):
         self._service = service
         self._failover: ClusterFailover | None = None
         self._provider: ServiceInfoProvider | None = None
+        self._retry_now = RetrySignal()  # fired by a cluster switch
         if isinstance(service_url, str):
             return
         backend = self._switchable()
@@ -183,6 +184,7 @@ class Client(AsyncClosing):
         backend.switch_service(url, options)
         log.warning("switched to the cluster at %s", service.service_url)
         self.service_url, self.options, self._service = url, options, service
+        self._retry_now.fire()  # what waits out a backoff against the old cluster: now
 
     def _on_service_info_update(self, service: ServiceInfo) -> None:
         """A ServiceInfoProvider's update, from any thread: the switch runs on the loop."""
@@ -422,6 +424,7 @@ class Client(AsyncClosing):
         return Backoff(
             self.options.initial_backoff_interval_ms / 1000,
             self.options.max_backoff_interval_ms / 1000,
+            signal=self._retry_now,
         )
 
     async def _start_all(self, members: list[PartitionProducer] | list[PartitionConsumer]) -> None:

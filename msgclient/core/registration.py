@@ -60,7 +60,7 @@ async def register_with_retry(
             if not is_retriable(error) or loop.time() + delay > deadline:
                 raise
             log.info("registering %s failed (%s): retrying", what, error)
-            await asyncio.sleep(delay)
+            await backoff.wait(delay)
             continue
         backoff.reset()
         return result
@@ -72,7 +72,7 @@ async def reconnect(
     """Retry ``connect()`` with backoff until it succeeds (its result), fails for good (the
     error), or ``stopped()`` turns true (None)."""
     while not stopped():
-        await asyncio.sleep(backoff.next())
+        await backoff.wait()
         if stopped():
             return None
         try:

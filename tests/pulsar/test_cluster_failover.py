@@ -29,8 +29,8 @@ from tests.unit.test_core_lookup import ScriptedLookup
 
 INTERVAL_MS = 200
 SLACK_S = 3.0  # a loaded 2-core machine: probe, switch and lookup may each run late
-# Short backoffs: producers and consumers retry the stopped primary until the switch, and
-# then wait out their current backoff before the lookup on the secondary.
+# Short backoffs: producers and consumers retry the stopped primary until the switch (which
+# cuts their current wait short: test_a_switch_cuts_the_reconnect_backoff_short).
 CLIENT_OPTIONS = {"max_backoff_interval_ms": 300, "operation_timeout_seconds": 5}
 TASK_NAME = "msgclient-cluster-failover"
 
@@ -144,6 +144,32 @@ async def test_pending_sends_are_resent_on_the_new_cluster(
         assert client.service_info.service_url == secondary.service_url
         await within(asyncio.gather(*pending))
     assert await read_all(secondary.service_url, topic) == [b"pending-%d" % i for i in range(5)]
+
+
+async def test_a_switch_cuts_the_reconnect_backoff_short(
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str
+) -> None:
+    """A producer and a consumer that lost the primary wait 9-10 s before their first
+    retry (the backoff asked for here); a switch makes them try the secondary at once."""
+    options = {"initial_backoff_interval_ms": 10_000, "max_backoff_interval_ms": 60_000}
+    async with msgclient.Client(primary.service_url, **options) as client:
+        producer = await client.create_producer(topic, batching_enabled=False)
+        consumer = await subscribe(client, topic)
+        await within(producer.send(b"before"))
+        assert await receive_data(consumer) == b"before"
+        await asyncio.to_thread(primary.stop)
+        await wait_until(
+            lambda: not producer.is_connected() and not consumer.is_connected(),
+            "the producer and the consumer to see the stop",
+        )
+        loop = asyncio.get_running_loop()
+        switched_at = loop.time()
+        client.update_service_info(ServiceInfo(secondary.service_url))
+        await wait_until(producer.is_connected, "the producer on the secondary", SLACK_S)
+        await wait_until(consumer.is_connected, "the consumer on the secondary", SLACK_S)
+        assert loop.time() - switched_at < 9  # not after the backoff they were waiting out
+        await within(producer.send(b"after"))
+        assert await receive_data(consumer) == b"after"
 
 
 async def test_each_cluster_gets_its_own_authentication(

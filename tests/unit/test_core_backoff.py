@@ -1,12 +1,14 @@
-"""Backoff: reconnect delays that double up to a maximum, with up to 10% jitter."""
+"""Backoff: reconnect delays that double up to a maximum, with up to 10% jitter, and the
+RetrySignal that cuts the waits short."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
 
-from msgclient.core.backoff import Backoff
+from msgclient.core.backoff import Backoff, RetrySignal
 
 
 class FixedRandom(random.Random):
@@ -63,3 +65,28 @@ def test_maximum_equal_to_initial_is_a_constant_delay() -> None:
 def test_bad_bounds_are_rejected(initial: float, maximum: float) -> None:
     with pytest.raises(ValueError, match="0 < initial <= maximum"):
         Backoff(initial, maximum)
+
+
+async def test_a_fired_signal_cuts_every_wait_short_and_starts_the_delays_over() -> None:
+    signal = RetrySignal()
+    backoffs = [Backoff(10.0, 60.0, random.Random(1), signal) for _ in range(3)]
+    for backoff in backoffs:
+        backoff.next()  # the next waits would be 18-20 s
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    waits = [asyncio.ensure_future(backoff.wait()) for backoff in backoffs]
+    await asyncio.sleep(0.05)
+    assert not any(w.done() for w in waits)
+    signal.fire()
+    await asyncio.wait_for(asyncio.gather(*waits), timeout=1)
+    assert loop.time() - started < 1
+    assert all(9.0 <= b.next() <= 10.0 for b in backoffs)  # from the initial delay again
+
+
+async def test_wait_sleeps_the_delay_without_a_signal_or_when_it_does_not_fire() -> None:
+    loop = asyncio.get_running_loop()
+    for signal in (None, RetrySignal()):
+        backoff = Backoff(0.05, 1.0, random.Random(2), signal)
+        started = loop.time()
+        await asyncio.wait_for(backoff.wait(), timeout=1)
+        assert loop.time() - started >= 0.04  # 0.045-0.05 s, less the loop's clock slack
