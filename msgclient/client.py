@@ -50,12 +50,12 @@ from msgclient.options import (
     InitialPosition,
     ProducerOptions,
     SubscriptionMode,
-    build,
 )
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
 from msgclient.url import parse_service_url
+from msgclient.validators import build
 
 log = logging.getLogger(__name__)
 

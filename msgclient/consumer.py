@@ -18,12 +18,8 @@ from msgclient.errors import (
 )
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import MessageBatch, MessageBlock, message_ids, topic_name
-from msgclient.options import (
-    ConsumerOptions,
-    ConsumerType,
-    check_non_negative,
-    check_timeout,
-)
+from msgclient.options import ConsumerOptions, ConsumerType
+from msgclient.validators import check_non_negative, check_timeout
 
 
 @attrs.frozen

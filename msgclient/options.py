@@ -10,7 +10,7 @@ import enum
 import itertools
 import secrets
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -22,11 +22,24 @@ from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
 from msgclient.schema_info import SchemaInfo
+from msgclient.validators import (
+    check,
+    check_properties,
+    int_at_least,
+    is_bool,
+    member_of,
+    non_empty_str,
+    number_at_least,
+    one_of,
+    optional_authentication,
+    optional_callable,
+    optional_instance,
+    optional_secret,
+    optional_str,
+)
 
 if TYPE_CHECKING:
     from msgclient.message import OutgoingMessage
-
-T = TypeVar("T")
 
 
 class PartitionsRoutingMode(enum.Enum):
@@ -87,86 +100,6 @@ class ConsumerCryptoFailureAction(enum.Enum):
 MessageRouter = Callable[["OutgoingMessage", int], int]
 
 
-def _check(condition: bool, name: str, value: object, expected: str) -> None:
-    if not condition:
-        raise InvalidConfigurationError(f"option {name}={value!r} is invalid: expected {expected}")
-
-
-def _int_at_least(minimum: int) -> Callable[[Any, attrs.Attribute[int], int], None]:
-    def validate(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
-        _check(
-            isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
-            attribute.name,
-            value,
-            f"an integer >= {minimum}",
-        )
-
-    return validate
-
-
-def _number_at_least(minimum: float) -> Callable[[Any, attrs.Attribute[float], float], None]:
-    def validate(_: Any, attribute: attrs.Attribute[float], value: float) -> None:
-        _check(
-            isinstance(value, int | float) and not isinstance(value, bool) and value >= minimum,
-            attribute.name,
-            value,
-            f"a number >= {minimum}",
-        )
-
-    return validate
-
-
-def _member_of(kind: type[enum.Enum]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        allowed = ", ".join(f"{kind.__name__}.{m.name}" for m in kind)
-        _check(isinstance(value, kind), attribute.name, value, f"one of {allowed}")
-
-    return validate
-
-
-def _is_bool(_: Any, attribute: attrs.Attribute[bool], value: bool) -> None:
-    _check(isinstance(value, bool), attribute.name, value, "True or False")
-
-
-def _non_empty_str(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
-    _check(isinstance(value, str) and bool(value), attribute.name, value, "a non-empty str")
-
-
-def _optional_secret(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
-    # A credential: the message names its type, never its value.
-    if value is not None and not isinstance(value, str):
-        raise InvalidConfigurationError(
-            f"option {attribute.name} is invalid: expected a string or None, "
-            f"not {type(value).__name__}"
-        )
-
-
-def _optional_authentication(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    # Names the type only: a token passed here by mistake must not reach the message.
-    if value is not None and not isinstance(value, Authentication):
-        raise InvalidConfigurationError(
-            f"option {attribute.name} is invalid: expected an Authentication "
-            "(AuthenticationToken, AuthenticationTLS, AuthenticationOauth2) or None, "
-            f"not {type(value).__name__}"
-        )
-
-
-def _optional_str(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
-    _check(value is None or isinstance(value, str), attribute.name, value, "a string or None")
-
-
-def _optional_callable(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    _check(value is None or callable(value), attribute.name, value, "a callable or None")
-
-
-def _optional_instance(kind: type) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        expected = f"a {kind.__name__} or None"
-        _check(value is None or isinstance(value, kind), attribute.name, value, expected)
-
-    return validate
-
-
 def _key_names(value: object) -> tuple[str, ...]:
     items = (value,) if isinstance(value, str) else value
     if not isinstance(items, list | tuple) or not all(isinstance(i, str) and i for i in items):
@@ -179,32 +112,6 @@ def _key_names(value: object) -> tuple[str, ...]:
 
 def _name_or_random(value: str | None) -> str:
     return secrets.token_hex(5) if value is None else value
-
-
-def check_properties(name: str, value: Mapping[str, str] | None) -> None:
-    """Message and producer properties are str -> str, as on the wire."""
-    _check(
-        value is None
-        or (
-            isinstance(value, Mapping)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-        ),
-        name,
-        value,
-        "a mapping of str to str",
-    )
-
-
-def _one_of(*allowed: object) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        _check(
-            value in allowed and not isinstance(value, bool),
-            attribute.name,
-            value,
-            "one of " + ", ".join(map(repr, allowed)),
-        )
-
-    return validate
 
 
 def _str_tuple(value: object) -> tuple[str, ...]:
@@ -228,7 +135,7 @@ class RebalanceListener(Protocol):
 
 
 def _optional_listener(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    _check(
+    check(
         value is None
         or (
             callable(getattr(value, "on_partitions_revoked", None))
@@ -240,34 +147,6 @@ def _optional_listener(_: Any, attribute: attrs.Attribute[Any], value: Any) -> N
     )
 
 
-def check_non_negative(name: str, value: int) -> None:
-    _check(
-        isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-        name,
-        value,
-        "an integer >= 0",
-    )
-
-
-def check_timeout(name: str, value: object) -> None:
-    """A timeout argument in ms: an int >= 0 (TypeError for another type)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int (milliseconds), not {type(value).__name__}")
-    if value < 0:
-        raise InvalidConfigurationError(f"{name}={value} is invalid: expected >= 0")
-
-
-def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
-    """Construct an options class from keyword arguments; unknown names are named."""
-    known = {a.name for a in attrs.fields(cast(type[attrs.AttrsInstance], kind))}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InvalidConfigurationError(
-            f"unknown {what} option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}"
-        )
-    return kind(**options)
-
-
 MIB = 1024 * 1024
 
 
@@ -275,39 +154,39 @@ MIB = 1024 * 1024
 class ClientOptions:
     """Options of ``Client(url, **options)``."""
 
-    operation_timeout_seconds: float = attrs.field(default=30.0, validator=_number_at_least(0.001))
-    connection_timeout_ms: int = attrs.field(default=10_000, validator=_int_at_least(1))
-    keep_alive_interval_seconds: float = attrs.field(default=30.0, validator=_number_at_least(0.01))
-    connections_per_broker: int = attrs.field(default=1, validator=_int_at_least(1))
-    memory_limit: int = attrs.field(default=64 * MIB, validator=_int_at_least(0))
-    max_lookup_redirects: int = attrs.field(default=20, validator=_int_at_least(1))
-    initial_backoff_interval_ms: int = attrs.field(default=100, validator=_int_at_least(1))
-    max_backoff_interval_ms: int = attrs.field(default=60_000, validator=_int_at_least(1))
-    tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
-    tls_allow_insecure_connection: bool = attrs.field(default=False, validator=_is_bool)
-    tls_validate_hostname: bool = attrs.field(default=False, validator=_is_bool)
+    operation_timeout_seconds: float = attrs.field(default=30.0, validator=number_at_least(0.001))
+    connection_timeout_ms: int = attrs.field(default=10_000, validator=int_at_least(1))
+    keep_alive_interval_seconds: float = attrs.field(default=30.0, validator=number_at_least(0.01))
+    connections_per_broker: int = attrs.field(default=1, validator=int_at_least(1))
+    memory_limit: int = attrs.field(default=64 * MIB, validator=int_at_least(0))
+    max_lookup_redirects: int = attrs.field(default=20, validator=int_at_least(1))
+    initial_backoff_interval_ms: int = attrs.field(default=100, validator=int_at_least(1))
+    max_backoff_interval_ms: int = attrs.field(default=60_000, validator=int_at_least(1))
+    tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=optional_str)
+    tls_allow_insecure_connection: bool = attrs.field(default=False, validator=is_bool)
+    tls_validate_hostname: bool = attrs.field(default=False, validator=is_bool)
     # -- Pulsar only (the Kafka adapter uses sasl_* below) --
     # Its repr hides every secret, so it may stay in ClientOptions' repr.
     authentication: Authentication | None = attrs.field(
-        default=None, validator=_optional_authentication
+        default=None, validator=optional_authentication
     )
     # -- Kafka only (the Pulsar adapter ignores these) --
-    client_id: str = attrs.field(default="msgclient", validator=_non_empty_str)
-    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))
+    client_id: str = attrs.field(default="msgclient", validator=non_empty_str)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=int_at_least(1))
     # SASL over the connection: "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512"
-    sasl_mechanism: str | None = attrs.field(default=None, validator=_optional_str)
-    sasl_username: str | None = attrs.field(default=None, validator=_optional_secret, repr=False)
-    sasl_password: str | None = attrs.field(default=None, validator=_optional_secret, repr=False)
+    sasl_mechanism: str | None = attrs.field(default=None, validator=optional_str)
+    sasl_username: str | None = attrs.field(default=None, validator=optional_secret, repr=False)
+    sasl_password: str | None = attrs.field(default=None, validator=optional_secret, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        _check(
+        check(
             self.sasl_mechanism is None
             or (self.sasl_username is not None and self.sasl_password is not None),
             "sasl_mechanism",
             self.sasl_mechanism,
             "sasl_username and sasl_password set with it",
         )
-        _check(
+        check(
             self.max_backoff_interval_ms >= self.initial_backoff_interval_ms,
             "max_backoff_interval_ms",
             self.max_backoff_interval_ms,
@@ -327,61 +206,61 @@ class ProducerOptions:
     bound producers); the client's ``memory_limit`` still bounds the bytes held.
     """
 
-    producer_name: str | None = attrs.field(default=None, validator=_optional_str)
+    producer_name: str | None = attrs.field(default=None, validator=optional_str)
     initial_sequence_id: int | None = attrs.field(default=None)
-    send_timeout_millis: int = attrs.field(default=30_000, validator=_int_at_least(0))
+    send_timeout_millis: int = attrs.field(default=30_000, validator=int_at_least(0))
     compression_type: CompressionType = attrs.field(
-        default=CompressionType.NONE, validator=_member_of(CompressionType)
+        default=CompressionType.NONE, validator=member_of(CompressionType)
     )
-    max_pending_messages: int = attrs.field(default=0, validator=_int_at_least(0))
+    max_pending_messages: int = attrs.field(default=0, validator=int_at_least(0))
     max_pending_messages_across_partitions: int = attrs.field(
-        default=50_000, validator=_int_at_least(0)
+        default=50_000, validator=int_at_least(0)
     )
-    block_if_queue_full: bool = attrs.field(default=False, validator=_is_bool)
-    batching_enabled: bool = attrs.field(default=True, validator=_is_bool)
-    batching_max_messages: int = attrs.field(default=1000, validator=_int_at_least(1))
+    block_if_queue_full: bool = attrs.field(default=False, validator=is_bool)
+    batching_enabled: bool = attrs.field(default=True, validator=is_bool)
+    batching_max_messages: int = attrs.field(default=1000, validator=int_at_least(1))
     batching_max_allowed_size_in_bytes: int = attrs.field(
-        default=128 * 1024, validator=_int_at_least(1)
+        default=128 * 1024, validator=int_at_least(1)
     )
-    batching_max_publish_delay_ms: float = attrs.field(default=1.0, validator=_number_at_least(0))
+    batching_max_publish_delay_ms: float = attrs.field(default=1.0, validator=number_at_least(0))
     batching_type: BatchingType = attrs.field(
-        default=BatchingType.Default, validator=_member_of(BatchingType)
+        default=BatchingType.Default, validator=member_of(BatchingType)
     )
     message_routing_mode: PartitionsRoutingMode = attrs.field(
         default=PartitionsRoutingMode.RoundRobinDistribution,
-        validator=_member_of(PartitionsRoutingMode),
+        validator=member_of(PartitionsRoutingMode),
     )
     hashing_scheme: HashingScheme = attrs.field(
-        default=HashingScheme.JavaStringHash, validator=_member_of(HashingScheme)
+        default=HashingScheme.JavaStringHash, validator=member_of(HashingScheme)
     )
-    message_router: MessageRouter | None = attrs.field(default=None, validator=_optional_callable)
+    message_router: MessageRouter | None = attrs.field(default=None, validator=optional_callable)
     properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
     # Create this subscription with the topic, so that nothing sent is lost before a
     # consumer subscribes (dead-letter producers use it).
-    initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
+    initial_subscription_name: str | None = attrs.field(default=None, validator=optional_str)
     # -- Pulsar only (the Kafka adapter refuses them) --
     access_mode: ProducerAccessMode = attrs.field(
-        default=ProducerAccessMode.Shared, validator=_member_of(ProducerAccessMode)
+        default=ProducerAccessMode.Shared, validator=member_of(ProducerAccessMode)
     )
     # The payloads' schema, told to the broker in PRODUCER (None: raw bytes, as the
     # official client's BytesSchema). Payloads are encoded above the core (msgclient.schema).
-    schema: SchemaInfo | None = attrs.field(default=None, validator=_optional_instance(SchemaInfo))
+    schema: SchemaInfo | None = attrs.field(default=None, validator=optional_instance(SchemaInfo))
     # End-to-end encryption (docs/encryption.md): each entry's payload is encrypted with a
     # data key wrapped for each of these key names, whose public keys crypto_key_reader gives.
     encryption_keys: tuple[str, ...] = attrs.field(default=(), converter=_key_names)
     crypto_key_reader: CryptoKeyReader | None = attrs.field(
-        default=None, validator=_optional_instance(CryptoKeyReader)
+        default=None, validator=optional_instance(CryptoKeyReader)
     )
     # -- Kafka only (the Pulsar adapter ignores these) --
     # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
-    acks: int = attrs.field(default=-1, validator=_one_of(0, 1, -1))
-    enable_idempotence: bool = attrs.field(default=True, validator=_is_bool)
-    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_int_at_least(1))
-    max_request_size: int = attrs.field(default=1024 * 1024, validator=_int_at_least(1024))
+    acks: int = attrs.field(default=-1, validator=one_of(0, 1, -1))
+    enable_idempotence: bool = attrs.field(default=True, validator=is_bool)
+    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=int_at_least(1))
+    max_request_size: int = attrs.field(default=1024 * 1024, validator=int_at_least(1024))
 
     def __attrs_post_init__(self) -> None:
         if self.initial_sequence_id is not None:
-            _check(
+            check(
                 isinstance(self.initial_sequence_id, int)
                 and not isinstance(self.initial_sequence_id, bool)
                 and self.initial_sequence_id >= -1,
@@ -389,14 +268,14 @@ class ProducerOptions:
                 self.initial_sequence_id,
                 "an integer >= -1 or None",
             )
-        _check(
+        check(
             (self.message_routing_mode is PartitionsRoutingMode.CustomPartition)
             == (self.message_router is not None),
             "message_router",
             self.message_router,
             "a callable exactly when message_routing_mode is CustomPartition",
         )
-        _check(
+        check(
             not self.encryption_keys or self.crypto_key_reader is not None,
             "crypto_key_reader",
             self.crypto_key_reader,
@@ -460,9 +339,9 @@ def _sticky_ranges(value: object) -> tuple[tuple[int, int], ...] | None:
 def _check_sticky_ranges(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
-    _check(bool(value), attribute.name, list(value), "at least one (start, end) range")
+    check(bool(value), attribute.name, list(value), "at least one (start, end) range")
     for start, end in value:
-        _check(
+        check(
             0 <= start <= end < HASH_RANGE_SIZE,
             attribute.name,
             list(value),
@@ -470,7 +349,7 @@ def _check_sticky_ranges(_: Any, attribute: attrs.Attribute[Any], value: Any) ->
         )
     ordered = sorted(value)
     for (_, end), (start, _) in itertools.pairwise(ordered):
-        _check(
+        check(
             start > end,
             attribute.name,
             list(value),
@@ -487,15 +366,15 @@ class KeySharedPolicy:
     key to a new consumer before the old one acknowledged its earlier messages."""
 
     key_shared_mode: KeySharedMode = attrs.field(
-        default=KeySharedMode.AutoSplit, validator=_member_of(KeySharedMode)
+        default=KeySharedMode.AutoSplit, validator=member_of(KeySharedMode)
     )
-    allow_out_of_order_delivery: bool = attrs.field(default=False, validator=_is_bool)
+    allow_out_of_order_delivery: bool = attrs.field(default=False, validator=is_bool)
     sticky_ranges: tuple[tuple[int, int], ...] | None = attrs.field(
         default=None, converter=_sticky_ranges, validator=_check_sticky_ranges
     )
 
     def __attrs_post_init__(self) -> None:
-        _check(
+        check(
             self.key_shared_mode is not KeySharedMode.Sticky or self.sticky_ranges is not None,
             "sticky_ranges",
             None,
@@ -504,7 +383,7 @@ class KeySharedPolicy:
 
 
 def _optional_topic(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
-    _check(
+    check(
         value is None or (isinstance(value, str) and bool(value)), attribute.name, value, "a topic"
     )
 
@@ -516,10 +395,10 @@ class DeadLetterPolicy:
     ``retry_letter_topic`` (default ``<topic>-<subscription>-RETRY``) receives
     ``reconsume_later`` messages."""
 
-    max_redeliver_count: int = attrs.field(validator=_int_at_least(1))
+    max_redeliver_count: int = attrs.field(validator=int_at_least(1))
     dead_letter_topic: str | None = attrs.field(default=None, validator=_optional_topic)
     retry_letter_topic: str | None = attrs.field(default=None, validator=_optional_topic)
-    initial_subscription_name: str | None = attrs.field(default=None, validator=_optional_str)
+    initial_subscription_name: str | None = attrs.field(default=None, validator=optional_str)
 
 
 @attrs.frozen(kw_only=True)
@@ -527,12 +406,12 @@ class BatchReceivePolicy:
     """``batch_receive`` returns when any limit is reached: messages, bytes or time.
     Defaults are the Java client's (no message limit, 10 MiB, 100 ms)."""
 
-    max_num_messages: int = attrs.field(default=-1, validator=_int_at_least(-1))
-    max_num_bytes: int = attrs.field(default=10 * MIB, validator=_int_at_least(-1))
-    timeout_ms: int = attrs.field(default=100, validator=_int_at_least(0))
+    max_num_messages: int = attrs.field(default=-1, validator=int_at_least(-1))
+    max_num_bytes: int = attrs.field(default=10 * MIB, validator=int_at_least(-1))
+    timeout_ms: int = attrs.field(default=100, validator=int_at_least(0))
 
     def __attrs_post_init__(self) -> None:
-        _check(
+        check(
             self.max_num_messages > 0 or self.max_num_bytes > 0 or self.timeout_ms > 0,
             "batch_receive_policy",
             self,
@@ -541,7 +420,7 @@ class BatchReceivePolicy:
 
 
 def _ack_timeout(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
-    _check(
+    check(
         isinstance(value, int) and not isinstance(value, bool) and (value == 0 or value >= 1000),
         attribute.name,
         value,
@@ -550,7 +429,7 @@ def _ack_timeout(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
 
 
 def _backoff(_: Any, attribute: attrs.Attribute[Any], value: RedeliveryBackoff | None) -> None:
-    _check(
+    check(
         value is None or callable(getattr(value, "next", None)),
         attribute.name,
         value,
@@ -563,89 +442,89 @@ class ConsumerOptions:
     """Options of ``client.subscribe(topic, subscription_name, **options)``."""
 
     consumer_type: ConsumerType = attrs.field(
-        default=ConsumerType.Exclusive, validator=_member_of(ConsumerType)
+        default=ConsumerType.Exclusive, validator=member_of(ConsumerType)
     )
     # None: ten random hex characters, as the official client (one name for every partition:
     # Failover orders consumers by name).
     consumer_name: str = attrs.field(
-        default=None, converter=_name_or_random, validator=_non_empty_str
+        default=None, converter=_name_or_random, validator=non_empty_str
     )
-    receiver_queue_size: int = attrs.field(default=1000, validator=_int_at_least(0))
+    receiver_queue_size: int = attrs.field(default=1000, validator=int_at_least(0))
     max_total_receiver_queue_size_across_partitions: int = attrs.field(
-        default=50_000, validator=_int_at_least(1)
+        default=50_000, validator=int_at_least(1)
     )
     initial_position: InitialPosition = attrs.field(
-        default=InitialPosition.Latest, validator=_member_of(InitialPosition)
+        default=InitialPosition.Latest, validator=member_of(InitialPosition)
     )
     subscription_mode: SubscriptionMode = attrs.field(
-        default=SubscriptionMode.Durable, validator=_member_of(SubscriptionMode)
+        default=SubscriptionMode.Durable, validator=member_of(SubscriptionMode)
     )
-    priority_level: int = attrs.field(default=0, validator=_int_at_least(0))
+    priority_level: int = attrs.field(default=0, validator=int_at_least(0))
     unacked_messages_timeout_ms: int = attrs.field(default=0, validator=_ack_timeout)
-    tick_duration_ms: int = attrs.field(default=1000, validator=_int_at_least(100))
-    negative_ack_redelivery_delay_ms: int = attrs.field(default=60_000, validator=_int_at_least(0))
+    tick_duration_ms: int = attrs.field(default=1000, validator=int_at_least(100))
+    negative_ack_redelivery_delay_ms: int = attrs.field(default=60_000, validator=int_at_least(0))
     negative_ack_redelivery_backoff: RedeliveryBackoff | None = attrs.field(
         default=None, validator=_backoff
     )
-    acknowledgment_group_time_ms: int = attrs.field(default=100, validator=_int_at_least(0))
-    max_acknowledgment_group_size: int = attrs.field(default=1000, validator=_int_at_least(1))
-    ack_receipt_enabled: bool = attrs.field(default=False, validator=_is_bool)
-    batch_index_ack_enabled: bool = attrs.field(default=False, validator=_is_bool)
+    acknowledgment_group_time_ms: int = attrs.field(default=100, validator=int_at_least(0))
+    max_acknowledgment_group_size: int = attrs.field(default=1000, validator=int_at_least(1))
+    ack_receipt_enabled: bool = attrs.field(default=False, validator=is_bool)
+    batch_index_ack_enabled: bool = attrs.field(default=False, validator=is_bool)
     dead_letter_policy: DeadLetterPolicy | None = attrs.field(
-        default=None, validator=_optional_instance(DeadLetterPolicy)
+        default=None, validator=optional_instance(DeadLetterPolicy)
     )
     # Also subscribe to the retry topic, where reconsume_later sends messages (Java's
     # enableRetry); needs a dead_letter_policy.
-    retry_enable: bool = attrs.field(default=False, validator=_is_bool)
+    retry_enable: bool = attrs.field(default=False, validator=is_bool)
     batch_receive_policy: BatchReceivePolicy = attrs.field(
         factory=BatchReceivePolicy, validator=attrs.validators.instance_of(BatchReceivePolicy)
     )
     properties: Mapping[str, str] | None = attrs.field(default=None, validator=_properties)
-    replicate_subscription_state_enabled: bool = attrs.field(default=False, validator=_is_bool)
+    replicate_subscription_state_enabled: bool = attrs.field(default=False, validator=is_bool)
     # Readers: where to start, instead of the subscription's position.
     start_message_id: MessageId | None = attrs.field(
-        default=None, validator=_optional_instance(MessageId)
+        default=None, validator=optional_instance(MessageId)
     )
-    start_message_id_inclusive: bool = attrs.field(default=False, validator=_is_bool)
+    start_message_id_inclusive: bool = attrs.field(default=False, validator=is_bool)
     # The payloads' schema, told to the broker in SUBSCRIBE (None: raw bytes).
-    schema: SchemaInfo | None = attrs.field(default=None, validator=_optional_instance(SchemaInfo))
+    schema: SchemaInfo | None = attrs.field(default=None, validator=optional_instance(SchemaInfo))
     # Key_Shared only: AutoSplit (the default) or Sticky hash ranges.
     key_shared_policy: KeySharedPolicy | None = attrs.field(
-        default=None, validator=_optional_instance(KeySharedPolicy)
+        default=None, validator=optional_instance(KeySharedPolicy)
     )
     # listener(consumer, message), a function or a coroutine function, called on the event
     # loop for every message instead of receive() (msgclient/core/message_listener.py).
     message_listener: MessageListener | None = attrs.field(
-        default=None, validator=_optional_callable
+        default=None, validator=optional_callable
     )
     # -- Pulsar only --
     # Decrypts end-to-end encrypted messages (docs/encryption.md); what to do with those it
     # cannot decrypt (or all encrypted ones, without a reader).
     crypto_key_reader: CryptoKeyReader | None = attrs.field(
-        default=None, validator=_optional_instance(CryptoKeyReader)
+        default=None, validator=optional_instance(CryptoKeyReader)
     )
     crypto_failure_action: ConsumerCryptoFailureAction = attrs.field(
-        default=ConsumerCryptoFailureAction.FAIL, validator=_member_of(ConsumerCryptoFailureAction)
+        default=ConsumerCryptoFailureAction.FAIL, validator=member_of(ConsumerCryptoFailureAction)
     )
     # -- Kafka only (the Pulsar adapter ignores these) --
-    session_timeout_ms: int = attrs.field(default=45_000, validator=_int_at_least(1))
-    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_int_at_least(1))
-    rebalance_timeout_ms: int = attrs.field(default=300_000, validator=_int_at_least(1))
-    fetch_min_bytes: int = attrs.field(default=1, validator=_int_at_least(1))
-    fetch_max_bytes: int = attrs.field(default=50 * MIB, validator=_int_at_least(1))
-    max_partition_fetch_bytes: int = attrs.field(default=MIB, validator=_int_at_least(1))
-    fetch_max_wait_ms: int = attrs.field(default=500, validator=_int_at_least(0))
+    session_timeout_ms: int = attrs.field(default=45_000, validator=int_at_least(1))
+    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=int_at_least(1))
+    rebalance_timeout_ms: int = attrs.field(default=300_000, validator=int_at_least(1))
+    fetch_min_bytes: int = attrs.field(default=1, validator=int_at_least(1))
+    fetch_max_bytes: int = attrs.field(default=50 * MIB, validator=int_at_least(1))
+    max_partition_fetch_bytes: int = attrs.field(default=MIB, validator=int_at_least(1))
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=int_at_least(0))
     # assignors by their Kafka names, preferred first
     partition_assignment_strategy: tuple[str, ...] = attrs.field(
         default=("range", "cooperative-sticky"), converter=_str_tuple
     )
-    group_instance_id: str | None = attrs.field(default=None, validator=_optional_str)
+    group_instance_id: str | None = attrs.field(default=None, validator=optional_str)
     rebalance_listener: RebalanceListener | None = attrs.field(
         default=None, validator=_optional_listener
     )
 
     def __attrs_post_init__(self) -> None:
-        _check(
+        check(
             self.key_shared_policy is None or self.consumer_type is ConsumerType.KeyShared,
             "key_shared_policy",
             self.key_shared_policy,

@@ -18,7 +18,8 @@ from msgclient.errors import (
     ProducerQueueIsFullError,
 )
 from msgclient.message import MessageId, OutgoingMessage, SendCallback
-from msgclient.options import ProducerOptions, check_non_negative, check_properties
+from msgclient.options import ProducerOptions
+from msgclient.validators import check_non_negative, check_properties
 
 LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
 

@@ -21,13 +21,9 @@ import attrs
 
 from msgclient.auth import Authentication
 from msgclient.errors import InvalidConfigurationError
-from msgclient.options import (
-    ClientOptions,
-    _int_at_least,
-    _optional_authentication,
-    _optional_str,
-)
+from msgclient.options import ClientOptions
 from msgclient.url import ServiceUrl, parse_service_url
+from msgclient.validators import int_at_least, optional_authentication, optional_str
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +39,9 @@ class ServiceInfo:
     service_url: str = attrs.field(validator=_service_url)
     authentication: Authentication | None = attrs.field(
         default=None,
-        validator=_optional_authentication,  # never prints the value: a secret
+        validator=optional_authentication,  # never prints the value: a secret
     )
-    tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=_optional_str)
+    tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=optional_str)
 
 
 class ServiceInfoProvider(ABC):
@@ -98,9 +94,9 @@ class AutoClusterFailover:
 
     primary: ServiceInfo = attrs.field(validator=_is_service_info)
     secondary: tuple[ServiceInfo, ...] = attrs.field(converter=_secondaries)
-    check_interval_ms: int = attrs.field(default=5000, validator=_int_at_least(1))
-    failover_threshold: int = attrs.field(default=1, validator=_int_at_least(1))
-    switch_back_threshold: int = attrs.field(default=1, validator=_int_at_least(1))
+    check_interval_ms: int = attrs.field(default=5000, validator=int_at_least(1))
+    failover_threshold: int = attrs.field(default=1, validator=int_at_least(1))
+    switch_back_threshold: int = attrs.field(default=1, validator=int_at_least(1))
 
 
 @runtime_checkable

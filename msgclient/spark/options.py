@@ -17,9 +17,10 @@ from typing import Any, Literal
 import attrs
 
 from msgclient.errors import InvalidConfigurationError
-from msgclient.options import ClientOptions, build
+from msgclient.options import ClientOptions
 from msgclient.spark.errors import SourceOptionError
 from msgclient.spark.positions import Position, Protocol, from_json
+from msgclient.validators import build
 
 log = logging.getLogger("msgclient.spark")
 

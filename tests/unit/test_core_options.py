@@ -16,8 +16,8 @@ from msgclient.options import (
     HashingScheme,
     PartitionsRoutingMode,
     ProducerOptions,
-    build,
 )
+from msgclient.validators import build
 
 
 def test_client_defaults_follow_the_official_client() -> None:
