@@ -12,18 +12,8 @@ import pulsar
 from tests.pulsar.scripted.server import (
     WAIT,
     ScriptedPulsarServer,
-    ServerConnection,
-    Type,
-    partitioned_metadata,
     pb,
 )
-
-
-def _answer_partitioned_metadata(conn: ServerConnection, command: pb.BaseCommand) -> None:
-    # The official C++ client needs the response field (msgclient does not look at it).
-    answer = partitioned_metadata(command.partitionMetadata.request_id, conn.server.partitions)
-    answer.partitionMetadataResponse.response = pb.CommandPartitionedTopicMetadataResponse.Success
-    conn.send(answer)
 
 
 async def official_command(
@@ -31,7 +21,6 @@ async def official_command(
 ) -> pb.BaseCommand:
     """Run ``action(client)`` with an official client of ``server`` (in a thread: it
     blocks, and the server answers on this loop); the one ``command_type`` it wrote."""
-    server.handlers[Type.PARTITIONED_METADATA] = _answer_partitioned_metadata
     before = len(server.commands(command_type))
 
     def run() -> None:

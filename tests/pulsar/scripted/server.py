@@ -93,10 +93,13 @@ def lookup_failed(request_id: int, error: pb.ServerError.ValueType, message: str
 
 
 def partitioned_metadata(request_id: int, partitions: int = 0) -> pb.BaseCommand:
+    # With ``response`` Success, as a broker answers (the official C++ client needs it).
     return pb.BaseCommand(
         type=Type.PARTITIONED_METADATA_RESPONSE,
         partitionMetadataResponse=pb.CommandPartitionedTopicMetadataResponse(
-            request_id=request_id, partitions=partitions
+            request_id=request_id,
+            partitions=partitions,
+            response=pb.CommandPartitionedTopicMetadataResponse.Success,
         ),
     )
 
