@@ -10,6 +10,7 @@ entry id.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from msgclient.message import Message, MessageId, plain_messages
 from msgclient.message_batch import MessageBlock
@@ -143,12 +144,6 @@ class BatchEntry(MessageBlock):
             )
         return made
 
-    def _id(self, position: int) -> PulsarMessageId:
-        index = position if self._indexes is None else self._indexes[position]
-        return PulsarMessageId(
-            self._ledger_id, self._entry_id, self._partition, index, self._batch_size
-        )
-
     def values(self, start: int, end: int) -> list[bytes | None]:
         column: list[bytes | None] = list(self._values[start:end])
         for position, details in self._details.items():
@@ -177,7 +172,11 @@ class BatchEntry(MessageBlock):
         return self._event_times[start:end]
 
     def message_ids(self, start: int, end: int) -> list[MessageId]:
-        return [self._id(position) for position in range(start, end)]
+        indexes = range(start, end) if self._indexes is None else self._indexes[start:end]
+        made = PulsarMessageId.of_batch(
+            self._ledger_id, self._entry_id, self._partition, indexes, self._batch_size
+        )
+        return cast(list[MessageId], made)  # a list of PulsarMessageId: not copied to retype
 
     def ack_ids(self, start: int, end: int) -> list[MessageId]:
         if start == 0 and end == len(self):
