@@ -167,9 +167,15 @@ def _race_table(
     for label, rate in best.items():
         print(f"  {label:22} {rate:>12,.0f} msg/s")
     ours = [label for label in best if label.startswith("msgclient")]
-    print("  ratio (msgclient row / rival row): " + "".join(f"{o:>18}" for o in ours))
+    widths = [max(18, len(o) + 2) for o in ours]
+    print(
+        "  ratio (msgclient row / rival row): "
+        + "".join(f"{o:>{w}}" for o, w in zip(ours, widths, strict=True))
+    )
     for rival in (label for label in best if label not in ours):
-        ratios = "".join(f"{best[o] / best[rival]:>17.2f}x" for o in ours)
+        ratios = "".join(
+            f"{best[o] / best[rival]:>{w - 1}.2f}x" for o, w in zip(ours, widths, strict=True)
+        )
         print(f"    {rival:32}{ratios}")
     results.rates[workload] = best
 

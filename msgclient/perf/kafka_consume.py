@@ -1,8 +1,9 @@
 """Consume throughput on Kafka: msgclient versus kafka-python, aiokafka and confluent-kafka.
 
 All read the same backlog of ``count`` messages on one partition, each in a consumer group
-of its own, from the earliest offset, in its natural per-message loop. msgclient receives and
-acknowledges each message (acknowledgments become grouped commits); the rivals commit as they
+of its own, from the earliest offset, in its natural per-message loop and, where the client
+has one, its bulk call. msgclient receives and acknowledges each message, or each
+``receive_many`` batch (acknowledgments become grouped commits); the rivals commit as they
 do by default (auto-commit every 5 s). The clock starts at the first message, so that the
 group join (tansu holds it about half the session timeout) is not measured: the rate is
 ``(count - 1) / seconds`` up to the last message handed over (and acknowledged).
@@ -86,25 +87,44 @@ MSGCLIENT_GROUP: dict[str, Any] = {
 }
 
 
-async def _msgclient(backlog: Backlog) -> float:
+async def _msgclient(backlog: Backlog, many: bool) -> float:
     async with msgclient.Client(backlog.target.service_url) as client:
         consumer = await client.subscribe(backlog.topic, _group("msgclient"), **MSGCLIENT_GROUP)
         receive, acknowledge = consumer.receive, consumer.acknowledge
         acknowledge(await receive(int(JOIN_SECONDS * 1000)))
         progress, count = Progress("msgclient", backlog.count), backlog.count
         start = time.perf_counter()
-        for done in range(1, count, CHUNK):
-            for _ in range(min(CHUNK, count - done)):
-                acknowledge(await receive(RECEIVE_TIMEOUT_MS))
-            progress(min(done + CHUNK, count))
+        if many:
+            await _receive_many(consumer, count, progress)
+        else:
+            for done in range(1, count, CHUNK):
+                for _ in range(min(CHUNK, count - done)):
+                    acknowledge(await receive(RECEIVE_TIMEOUT_MS))
+                progress(min(done + CHUNK, count))
         rate = _rate(count, start)
         await consumer.close()  # commits what was acknowledged
     return rate
 
 
+async def _receive_many(consumer: msgclient.Consumer, count: int, progress: Progress) -> None:
+    receive_many, acknowledge = consumer.receive_many, consumer.acknowledge
+    done = 1
+    while done < count:
+        batch = await receive_many(count - done, RECEIVE_TIMEOUT_MS)
+        batch.values()  # what a bulk reader reads
+        acknowledge(batch)
+        done += len(batch)
+        progress(done)
+
+
 def msgclient_consume(backlog: Backlog) -> float:
     with ClientWarnings():
-        return event_loop.run(_msgclient(backlog))
+        return event_loop.run(_msgclient(backlog, many=False))
+
+
+def msgclient_receive_many(backlog: Backlog) -> float:
+    with ClientWarnings():
+        return event_loop.run(_msgclient(backlog, many=True))
 
 
 # -- aiokafka ------------------------------------------------------------------------------
@@ -267,6 +287,11 @@ READERS = (
         "msgclient",
         "receive() + acknowledge() per message; receiver queue 1000 (default)",
         msgclient_consume,
+    ),
+    Reader(
+        "msgclient receive_many",
+        "receive_many() + acknowledge(batch), its values read; receiver queue 1000",
+        msgclient_receive_many,
     ),
     Reader("aiokafka getone", "await getone() per message", aiokafka_getone),
     Reader("aiokafka getmany", "await getmany(), a loop over its records", aiokafka_getmany),
