@@ -14,7 +14,6 @@ import asyncio
 import importlib
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,12 +21,11 @@ from typing import Any
 import attrs
 import pulsar
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from msgclient import pulsar_compat
 from msgclient.embedded import PulsarBroker
 from tests.compat.conftest import QUIET, RECEIVE_MS
-from tests.pulsar.test_encryption import KeyPair, write_pair
+from tests.pulsar.test_encryption import KeyPair, right_and_wrong_keys
 
 KEY_NAME = "e2e-key"
 SENT = [
@@ -41,13 +39,8 @@ MODULES = {"official": pulsar, "compat": pulsar_compat}
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KeyPair, KeyPair]]:
-    """Two RSA key pairs: the one the producers use, and another (a wrong key)."""
-    directory = tmp_path_factory.mktemp("keys")
-    yield (
-        write_pair(directory, "right", rsa.generate_private_key(65537, 2048)),
-        write_pair(directory, "wrong", rsa.generate_private_key(65537, 2048)),
-    )
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[KeyPair, KeyPair]:
+    return right_and_wrong_keys(tmp_path_factory.mktemp("keys"))
 
 
 def key_reader(module: ModuleType, pair: KeyPair) -> Any:

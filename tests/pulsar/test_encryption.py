@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,14 +94,17 @@ def write_pair(directory: Path, name: str, key: Any) -> KeyPair:
     return KeyPair(public, private)
 
 
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KeyPair, KeyPair]]:
+def right_and_wrong_keys(directory: Path) -> tuple[KeyPair, KeyPair]:
     """Two RSA key pairs: the one the producers use, and another (a wrong key)."""
-    directory = tmp_path_factory.mktemp("keys")
-    yield (
+    return (
         write_pair(directory, "right", rsa.generate_private_key(65537, 2048)),
         write_pair(directory, "wrong", rsa.generate_private_key(65537, 2048)),
     )
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[KeyPair, KeyPair]:
+    return right_and_wrong_keys(tmp_path_factory.mktemp("keys"))
 
 
 def values(messages: list[Any]) -> list[bytes]:
