@@ -103,10 +103,13 @@ class AcknowledgmentsGroupingTracker:
         """Whether any id could be a duplicate (acked individually or cumulatively)."""
         return bool(self._individual) or self._last_cumulative is not None
 
+    def acked_cumulatively(self, message_id: MessageId) -> bool:
+        last = self._last_cumulative
+        return last is not None and message_id <= last
+
     def is_duplicate(self, message_id: MessageId) -> bool:
         """Whether a (re)delivered message is acked already, though the broker may not know."""
-        last = self._last_cumulative
-        if last is not None and message_id <= last:
+        if self.acked_cumulatively(message_id):
             return True
         acked = self._individual_set
         if acked is None:  # a redelivery: checked for each of its messages, made once

@@ -30,6 +30,13 @@ class OffsetTracker:
             self._outstanding.append(offset)
             self._next = offset + 1
 
+    def delivered_run(self, first: int, count: int) -> None:
+        """Offsets ``first`` to ``first + count - 1`` went to the application."""
+        start, end = max(first, self._next), first + count
+        if start < end:
+            self._outstanding.extend(range(start, end))
+            self._next = end
+
     def skip_to(self, position: int) -> None:
         """Nothing below ``position`` will be delivered (gaps, control records at the end
         of a fetch): a commit may pass them once everything delivered is acked."""

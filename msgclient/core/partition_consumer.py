@@ -172,11 +172,12 @@ class PartitionConsumer(ConsumerEvents):
         if newest is None or last > newest:
             self._newest_received = last
         if self._acks.holds_acks() and (
-            (newest is not None and first <= newest) or is_duplicate(first)
+            newest is None or first <= newest or self._acks.acked_cumulatively(first)
         ):
             # A redelivery: some may be acked already (the broker may not know yet). A
-            # dispatch newer than all before cannot hold an individual ack: nothing to
-            # check per message (nor a Message to make, for a lazy batch entry).
+            # dispatch newer than all before cannot hold an individual ack (nor cost a set
+            # of the pending acks to look that up): nothing to check per message (nor a
+            # Message to make, for a lazy batch entry).
             fresh = [m for m in messages if not is_duplicate(m.message_id())]
             if len(fresh) < len(messages):
                 self.window.release(len(messages) - len(fresh))  # never shown: permits free

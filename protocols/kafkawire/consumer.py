@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
@@ -38,6 +38,7 @@ from protocols.kafkawire.fetcher import (
 )
 from protocols.kafkawire.group import GroupMembership
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.record_run import RecordRun
 
 if TYPE_CHECKING:
     from protocols.kafkawire.adapter import KafkaBackend
@@ -284,15 +285,19 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _deliver(self, messages: list[Message], consumed_to: int) -> None:
+    def _deliver(self, runs: list[Sequence[Message]], consumed_to: int) -> None:
         tracker = self._tracker
         if tracker is None:
             return
-        for message in messages:
-            tracker.delivered(message.message_id().offset)  # type: ignore[attr-defined]
+        for run in runs:
+            if isinstance(run, RecordRun):
+                tracker.delivered_run(run.first_offset, len(run))
+            else:
+                for message in run:
+                    tracker.delivered(message.message_id().offset)  # type: ignore[attr-defined]
         tracker.skip_to(consumed_to)
-        if messages:
-            self._events.on_messages(messages)
+        for run in runs:
+            self._events.on_messages(run)
 
     def _on_fetch_error(self, error: MsgClientError) -> None:
         log.warning("%s-%d: %s", self.topic, self.partition, error)

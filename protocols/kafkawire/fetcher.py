@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
@@ -29,6 +30,7 @@ from msgclient.message import Message
 from msgclient.options import ConsumerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire.metadata import KafkaLookupService
+from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import decode_record_batches
 from protocols.kafkawire.session import KafkaConnection
 
@@ -52,7 +54,6 @@ class FetchState:
         "deliver",
         "held_until",
         "mean_record_bytes",
-        "next_buffered",
         "on_error",
         "partition",
         "permits",
@@ -65,12 +66,12 @@ class FetchState:
         self,
         topic: str,
         partition: int,
-        deliver: Callable[[list[Message], int], None],
+        deliver: Callable[[list[Sequence[Message]], int], None],
         on_error: Callable[[MsgClientError], None],
     ) -> None:
         self.topic = topic
         self.partition = partition
-        # ``deliver(messages, consumed_to)``: messages in offset order (maybe none), and
+        # ``deliver(runs, consumed_to)``: runs of messages in offset order (maybe none), and
         # the first offset not yet delivered (nothing below it will come but redeliveries)
         self.deliver = deliver
         self.on_error = on_error  # an error the fetcher cannot retry (e.g. data lost)
@@ -79,16 +80,14 @@ class FetchState:
         self.redeliveries: dict[int, int] = {}  # offset -> redelivery count to give it
         self.mean_record_bytes = 0.0
         self.held_until = 0.0  # loop time: a delayed record is not due yet
-        # Decoded records of the last fetch beyond the permits it met: delivered as permits
+        # Decoded runs of the last fetch beyond the permits it met: delivered as permits
         # come back, not fetched and decoded again. At most one fetch response.
-        self.buffered: list[Message] = []
-        self.next_buffered = 0
+        self.buffered: deque[Sequence[Message]] = deque()
 
     def reset(self, position: int | None) -> None:
         """Fetch from ``position`` on (None: stop); what was buffered or due is dropped."""
         self.position = position
-        self.buffered = []
-        self.next_buffered = 0
+        self.buffered.clear()
         self.held_until = 0.0
         self.redeliveries.clear()
 
@@ -104,7 +103,7 @@ class FetchState:
     def consumed_to(self) -> int:
         """The first offset not delivered: the next buffered one, or the fetch position."""
         if self.buffered:
-            return self.buffered[self.next_buffered].message_id().offset  # type: ignore[attr-defined,no-any-return]
+            return _first_offset(self.buffered[0])
         return self.position or 0
 
 
@@ -246,18 +245,18 @@ class Fetcher:
         position = state.position
         if position is None or state.buffered:
             return  # stopped while the fetch was out (revoked, closed, sought)
-        messages, next_offset = decode_record_batches(
+        runs, next_offset = decode_record_batches(
             records,
             state.topic,
             state.partition,
             position,
             max_uncompressed_bytes=self._max_uncompressed,
         )
-        if messages:
-            state.mean_record_bytes = len(records) / len(messages)
+        count = sum(map(len, runs))
+        if count:
+            state.mean_record_bytes = len(records) / count
         state.position = next_offset
-        state.buffered = messages
-        state.next_buffered = 0
+        state.buffered.extend(runs)
         self._release(state, even_none=True)  # the position may have passed control records
 
     def _release(self, state: FetchState, even_none: bool = False) -> None:
@@ -265,21 +264,29 @@ class Fetcher:
         buffered = state.buffered
         if state.held_until or state not in self._states:
             return
-        start = state.next_buffered
-        take = buffered[start : start + max(state.permits, 0)]
-        held = _first_not_due(take)
-        if held is not None:  # deliver what precedes it; the rest waits until it is due
-            index, due_ms = held
-            take = take[:index]
-            self._hold(state, due_ms)
-        state.next_buffered = start + len(take)
-        if state.next_buffered >= len(buffered):
-            state.buffered = []
-            state.next_buffered = 0
-        if take or even_none:
-            state.permits -= len(take)
-            state.deliver(take, state.consumed_to())
-        if not state.buffered:
+        taken: list[Sequence[Message]] = []
+        permits = state.permits
+        while buffered and permits > 0:
+            run = buffered.popleft()
+            if len(run) > permits:
+                run, rest = _split(run, permits)
+                buffered.appendleft(rest)
+            # A delayed record carries a header: a RecordRun (records without any) has none.
+            held = _first_not_due(run) if isinstance(run, list) else None
+            if held is not None:  # deliver what precedes it; the rest waits until it is due
+                index, due_ms = held
+                buffered.appendleft(run[index:])
+                run = run[:index]
+                self._hold(state, due_ms)
+            if run:
+                taken.append(run)
+                permits -= len(run)
+            if held is not None:
+                break
+        if taken or even_none:
+            state.permits = permits
+            state.deliver(taken, state.consumed_to())
+        if not buffered:
             self.wake(state)  # fetch on, if permits are left
 
     async def _fetch_redeliveries(self, connection: KafkaConnection, state: FetchState) -> None:
@@ -297,7 +304,7 @@ class Fetcher:
                 wanted.clear()
                 return
             raise errors.kafka_error(code, f"refetching {state.topic}-{state.partition}")
-        messages, _ = decode_record_batches(
+        runs, _ = decode_record_batches(
             answer.records or b"",
             state.topic,
             state.partition,
@@ -305,15 +312,16 @@ class Fetcher:
             max_uncompressed_bytes=self._max_uncompressed,
         )
         again: list[Message] = []
-        for message in messages:
-            count = wanted.pop(message.message_id().offset, None)  # type: ignore[attr-defined]
-            if count is not None:
-                message._redelivery_count = count
-                again.append(message)
-        if not messages:  # nothing at or after the first offset asked for: it is gone
+        for run in runs:
+            for message in run:
+                count = wanted.pop(message.message_id().offset, None)  # type: ignore[attr-defined]
+                if count is not None:
+                    message._redelivery_count = count
+                    again.append(message)
+        if not runs:  # nothing at or after the first offset asked for: it is gone
             wanted.pop(first, None)
         if again:
-            state.deliver(again, state.consumed_to())
+            state.deliver([again], state.consumed_to())
 
     def _hold(self, state: FetchState, due_ms: int) -> None:
         loop = asyncio.get_running_loop()
@@ -345,6 +353,19 @@ class Fetcher:
         if code == errors.OFFSET_OUT_OF_RANGE:
             state.position = None
         state.on_error(error)
+
+
+def _first_offset(run: Sequence[Message]) -> int:
+    if isinstance(run, RecordRun):
+        return run.first_offset
+    return run[0].message_id().offset  # type: ignore[attr-defined,no-any-return]
+
+
+def _split(run: Sequence[Message], count: int) -> tuple[Sequence[Message], Sequence[Message]]:
+    """The first ``count`` messages of a run and the rest."""
+    if isinstance(run, RecordRun):
+        return run.split(count)
+    return run[:count], run[count:]
 
 
 def _first_not_due(messages: list[Message]) -> tuple[int, int] | None:

@@ -33,8 +33,18 @@ from msgclient.errors import (
     MessageEncodingError,
 )
 from msgclient.message import Message, OutgoingMessage
+from protocols.columns import (
+    column,
+    common_prefix,
+    consecutive_varint_columns,
+    leading,
+    valid_varints,
+    varint_columns,
+    varints,
+)
 from protocols.kafkawire.compression import KAFKA_CODEC_IDS, get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.record_run import RecordRun
 
 __all__ = ["decode_record_batches", "encode_record_batch", "uvarint", "with_producer_state"]
 
@@ -223,9 +233,10 @@ def decode_record_batches(
     fetch_offset: int,
     *,
     max_uncompressed_bytes: int,
-) -> tuple[list[Message], int]:
-    """The messages at or after ``fetch_offset`` in the records of one Fetch partition,
-    and the offset to fetch next.
+) -> tuple[list[Sequence[Message]], int]:
+    """The messages at or after ``fetch_offset`` in the records of one Fetch partition, in
+    offset order as runs (a ``RecordRun`` for each run of plain records read by columns, a
+    list of Messages for the records between them), and the offset to fetch next.
 
     A batch cut short at the end is how brokers fill a response to its size limit: it is
     left for the next fetch. Raises ``ChecksumMismatchError`` on a CRC mismatch,
@@ -235,7 +246,7 @@ def decode_record_batches(
     """
     data = bytes(data)
     size = len(data)
-    messages: list[Message] = []
+    runs: list[Sequence[Message]] = []
     next_offset = fetch_offset
     position = 0
     while size - position >= _LOG_OVERHEAD:
@@ -267,11 +278,11 @@ def decode_record_batches(
                 )
             if not attributes & _CONTROL:  # transaction markers, not messages
                 _decode_records(
-                    header, body, topic, partition, fetch_offset, max_uncompressed_bytes, messages
+                    header, body, topic, partition, fetch_offset, max_uncompressed_bytes, runs
                 )
         next_offset = max(next_offset, last_offset + 1)
         position = end
-    return messages, next_offset
+    return runs, next_offset
 
 
 def _decode_records(
@@ -281,10 +292,10 @@ def _decode_records(
     partition: int,
     fetch_offset: int,
     max_uncompressed_bytes: int,
-    messages: list[Message],
+    runs: list[Sequence[Message]],
 ) -> None:
     """Appends the messages at or after ``fetch_offset`` of one batch (its ``header`` as
-    unpacked, its ``body`` what follows) to ``messages``."""
+    unpacked, its ``body`` what follows) to ``runs``."""
     base_offset, attributes, base_timestamp = header[0], header[5], header[7]
     max_timestamp, base_sequence, count = header[8], header[11], header[12]
     if attributes & 0x07:
@@ -299,70 +310,104 @@ def _decode_records(
     if attributes & _LOG_APPEND_TIME:
         base_timestamp, scale = max_timestamp, 0
     min_delta = fetch_offset - base_offset
-    append, new_message, new_id = messages.append, Message, KafkaMessageId  # locals: faster
     # A message's topic_name() is its partition's name, as on Pulsar (the consumer finds
     # the partition of an acknowledged message by it); its id holds topic and partition.
     partition_name = f"{topic}-{partition}"
-    # Producers write runs of plain records (no key, no headers) differing only in their
-    # value bytes, one offset apart. The loop checks that a record's other bytes are those
-    # of the last plain one (same length, timestamp and value size) with the next offset
-    # delta, which skips most of the per-record decoding. The initial shape matches none.
-    deltas = _offset_delta_varints(count + 1)
-    last_delta = len(deltas) - 2
-    head, head_size, delta_size, mid, mid_size, record_size = b"-", 0, 0, b"", 0, 0
-    shape_timestamp = offset_delta = p = 0
-    shape_null = False  # a null value's length (-1) is in the shape's bytes too
+    p = index = 0
     try:
-        for _ in range(count):
-            # The shape's length, attributes and timestamp delta, the next offset delta,
-            # its null key and value length, and no headers (positions computed lazily).
+        while index < count:
+            record = _record_at(body, p, base_offset)
+            end, timestamp_delta, offset_delta, key, value, headers = record[:6]
+            stride = end - p
             if (
-                body[p : (q := p + head_size)] == head
-                and offset_delta <= last_delta
-                and body[q : (r := q + delta_size)] == deltas[offset_delta + 1]
-                and body[r : (v := r + mid_size)] == mid
-                and body[(end := p + record_size) - 1] == 0
+                key is None
+                and headers is None
+                and value is not None
+                and index + 1 < count
+                and end < size
+                and body[end] == body[p]  # the next record's length starts as this one's
+                and record[8] - record[7] <= 3  # offset deltas below 2**20
             ):
-                value = body[v : end - 1]
-                offset_delta += 1
-                key, headers, timestamp, null = None, None, shape_timestamp, shape_null
-            else:
-                end, head_end, delta_end, v, timestamp_delta, offset_delta, key, data, headers = (
-                    _record_at(body, p, base_offset)
+                layout = (record[6] - p, record[7] - p, record[8] - p, record[9] - p)
+                run, timestamp_columns = _uniform_run(
+                    body, p, stride, layout, count - index, offset_delta
                 )
-                timestamp = base_timestamp + timestamp_delta * scale
-                null = data is None
-                value = b"" if data is None else data  # data() of a null value, as on Pulsar
-                if key is None and headers is None:  # a plain record: the new shape
-                    head, head_size = body[p:head_end], head_end - p
-                    delta_size = delta_end - head_end
-                    mid, mid_size = body[delta_end:v], v - delta_end
-                    record_size, shape_timestamp, shape_null = end - p, timestamp, null
+                if run > 1:
+                    skip = max(0, min_delta - offset_delta)
+                    if skip < run:
+                        first_delta = offset_delta + skip
+                        stamps = varints([c[skip:] for c in timestamp_columns])
+                        runs.append(RecordRun(
+                            topic, partition, base_offset + first_delta,
+                            _values(body, p + skip * stride, stride, layout[3], len(stamps)),
+                            [base_timestamp + ((z >> 1) ^ -(z & 1)) * scale for z in stamps],
+                            (base_sequence + first_delta) & _INT31 if base_sequence >= 0 else -1,
+                        ))  # fmt: skip
+                    p += run * stride
+                    index += run
+                    continue
             if offset_delta >= min_delta:
-                message_id = new_id(topic, partition, base_offset + offset_delta)
+                timestamp = base_timestamp + timestamp_delta * scale
                 sequence = (base_sequence + offset_delta) & _INT31 if base_sequence >= 0 else -1
-                append(new_message(
-                    value, message_id, partition_name, key, None, headers, timestamp, timestamp,
-                    0, "",
-                    sequence, null,
+                singles = runs[-1] if runs else None
+                if not isinstance(singles, list):
+                    singles = []
+                    runs.append(singles)
+                singles.append(Message(
+                    b"" if value is None else value,  # data() of a null value, as on Pulsar
+                    KafkaMessageId(topic, partition, base_offset + offset_delta),
+                    partition_name, key, None, headers, timestamp, timestamp, 0, "", sequence,
+                    value is None,
                 ))  # fmt: skip
             p = end
+            index += 1
     except IndexError:
         raise _malformed(base_offset, "a record runs past the end of the batch") from None
     if p != size:
         raise _malformed(base_offset, f"{size - p} bytes follow its {count} records")
 
 
+def _uniform_run(
+    body: bytes, p: int, stride: int, layout: tuple[int, int, int, int], most: int, first_delta: int
+) -> tuple[int, list[bytes]]:
+    """How many records (at most ``most``) from ``p`` on are laid out as the plain record at
+    ``p`` (no key, no headers), read by columns; and the byte columns of their timestamp
+    deltas. Such records share their length, attributes, key and value length bytes, have
+    a timestamp delta as wide, and offset deltas one apart from ``first_delta`` on (a
+    producer's batch of equal-size messages; a compacted one has gaps). ``layout``: where
+    the record's timestamp delta, offset delta, key length and value start, from ``p``."""
+    timestamp_at, delta_at, key_at, value_at = layout
+    delta_width = key_at - delta_at
+    run = min(most, (len(body) - p) // stride, _DELTA_WIDTH_LIMITS[delta_width - 1] - first_delta)
+    for constant in (*range(timestamp_at), *range(key_at, value_at), stride - 1):
+        at = p + constant
+        run = min(run, leading(column(body, at, stride, run), body[at]))
+    timestamp_columns = varint_columns(body, p + timestamp_at, stride, run, delta_at - timestamp_at)
+    run = min(run, valid_varints(timestamp_columns))
+    expected = consecutive_varint_columns(2 * first_delta, run, delta_width, step=2)
+    actual = varint_columns(body, p + delta_at, stride, run, delta_width)
+    for column_bytes, wanted in zip(actual, expected, strict=True):
+        run = min(run, common_prefix(column_bytes, wanted))
+    return run, [c[:run] for c in timestamp_columns]
+
+
+def _values(body: bytes, p: int, stride: int, value_at: int, count: int) -> list[bytes]:
+    """The values of ``count`` plain records laid out from ``p`` on, ``stride`` apart."""
+    start = p + value_at
+    size = stride - value_at - 1  # the value, then a zero header count
+    return [body[v : v + size] for v in range(start, start + count * stride, stride)]
+
+
 _Record = tuple[
-    int, int, int, int, int, int, "bytes | None", "bytes | None", "dict[str, str] | None"
+    int, int, int, "bytes | None", "bytes | None", "dict[str, str] | None", int, int, int, int
 ]
 
 
 def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
-    """The record at ``p``: (its end, the end of its timestamp delta, the end of its
-    offset delta, the start of its value, timestamp delta, offset delta, key, value (None:
-    a null value), headers). Varints of one or two bytes are read in place, longer ones by
-    _varint_at."""
+    """The record at ``p``: (its end, timestamp delta, offset delta, key, value (None: a null
+    value), headers, and where its timestamp delta, offset delta, key length and value
+    start).
+    Varints of one or two bytes are read in place, longer ones by _varint_at."""
     z = data[p]  # length
     if z < 0x80:
         p += 1
@@ -373,12 +418,13 @@ def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
     end = p + (z >> 1)
     if z & 1 or end > len(data):
         raise _malformed(base_offset, f"record length {_signed(z)} overruns the batch")
-    z = data[p + 1]  # timestamp delta, after the attributes byte (unused)
+    timestamp_at = p + 1  # after the attributes byte (unused)
+    z = data[timestamp_at]
     if z < 0x80:
         p += 2
     else:
-        z, p = _varint_at(data, p + 1)
-    timestamp_delta, head_end = (z >> 1) ^ -(z & 1), p
+        z, p = _varint_at(data, timestamp_at)
+    timestamp_delta, delta_at = (z >> 1) ^ -(z & 1), p
     z = data[p]  # offset delta
     if z < 0x80:
         p += 1
@@ -388,7 +434,7 @@ def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
         z, p = _varint_at(data, p)
     if z & 1:
         raise _malformed(base_offset, f"offset delta {_signed(z)}")
-    offset_delta, delta_end = z >> 1, p
+    offset_delta, key_at = z >> 1, p
     z = data[p]  # key length
     if z < 0x80:
         p += 1
@@ -407,7 +453,7 @@ def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
         z, p = (z & 0x7F) | (data[p + 1] << 7), p + 2
     else:
         z, p = _varint_at(data, p)
-    value_start = p
+    value_at = p
     value: bytes | None
     if not z & 1:
         value = data[p : p + (z >> 1)]
@@ -423,7 +469,10 @@ def _record_at(data: bytes, p: int, base_offset: int) -> _Record:
         headers, p = _headers_at(data, p, end, base_offset)
     if p != end:
         raise _malformed(base_offset, f"a record's fields end at {p}, its length at {end}")
-    return end, head_end, delta_end, value_start, timestamp_delta, offset_delta, key, value, headers
+    return (
+        end, timestamp_delta, offset_delta, key, value, headers,
+        timestamp_at, delta_at, key_at, value_at,
+    )  # fmt: skip
 
 
 def _headers_at(

@@ -16,6 +16,12 @@ from google.protobuf.message import DecodeError
 from msgclient.core.compression import CompressionType, get_codec
 from msgclient.errors import MalformedFrameError
 from msgclient.message import Message
+from protocols.columns import (
+    consecutive_varint_columns,
+    valid_varints,
+    varint_columns,
+    varints,
+)
 from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
 from protocols.pulsarwire.encryption import decrypt_entry
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
@@ -183,10 +189,10 @@ def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]
     payload_size then sequence_id, every payload_size and metadata size equal (what a
     producer writes for equal-size messages); None for any other batch.
 
-    Such records sit at a fixed stride, so each byte of their metadata is a column that
-    one slice reads for all of them: the constant bytes (the record size, the tags, the
-    payload size) are checked by comparing columns, and the sequence ids are put together
-    from the columns of their varint bytes, without a Python loop per record over bytes.
+    Such records sit at a fixed stride and are read by columns (protocols/columns.py):
+    the constant bytes (the record size, the tags, the payload size) are checked by
+    comparing columns, and the sequence ids are put together from the columns of their
+    varint bytes, without a Python loop per record over bytes.
     """
     stride, remainder = divmod(len(payload), count)
     if remainder or stride < _MIN_RECORD + 2:
@@ -204,51 +210,17 @@ def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]
     for offset in range(sequence_start):  # the same in every record
         if payload[offset::stride] != payload[offset : offset + 1] * count:
             return None
-    # The varint's bytes: each but the last carries the continuation bit, the last not.
-    columns = [payload[sequence_start + i :: stride] for i in range(sequence_bytes)]
-    if max(columns[-1]) >= 0x80 or any(min(c) < 0x80 for c in columns[:-1]):
+    columns = varint_columns(payload, sequence_start, stride, count, sequence_bytes)
+    if valid_varints(columns) < count:
         return None
     first, _ = _varint(payload, sequence_start, 4 + size)
-    if columns == _varint_columns(first, count, sequence_bytes):
+    if columns == consecutive_varint_columns(first, count, sequence_bytes):
         sequence_ids = list(range(first, first + count))  # consecutive: as producers write
     else:
-        sequence_ids = [0] * count
-        for shift, column in enumerate(columns):
-            mask = 0x7F if shift < sequence_bytes - 1 else 0xFF
-            sequence_ids = [
-                s | ((b & mask) << (7 * shift)) for s, b in zip(sequence_ids, column, strict=True)
-            ]
+        sequence_ids = varints(columns)
     start = 4 + size
     values = [payload[p : p + payload_size] for p in range(start, start + count * stride, stride)]
     return values, sequence_ids
-
-
-# The low 7 bits of consecutive numbers, with and without the continuation bit.
-_LOW_BYTES = {0x80: bytes(range(0x80, 0x100)), 0: bytes(range(0x80))}
-
-
-def _varint_columns(first: int, count: int, width: int) -> list[bytes]:
-    """The byte columns of the varints of ``first`` .. ``first + count - 1``, each written
-    in ``width`` bytes: built from runs (a varint's byte ``k`` changes every 128**k
-    numbers), a few slices instead of a loop per number."""
-    columns = []
-    for byte in range(width):
-        flag = 0x80 if byte < width - 1 else 0
-        if byte == 0:  # changes with every number: slices of a 128-byte cycle
-            cycle = _LOW_BYTES[flag]
-            start = first & 0x7F
-            repeats = (start + count) // 128 + 1
-            columns.append((cycle * repeats)[start : start + count])
-            continue
-        step = 1 << (7 * byte)
-        runs = []
-        number, end = first, first + count
-        while number < end:
-            run_end = min(end, (number // step + 1) * step)
-            runs.append(bytes([((number >> (7 * byte)) & 0x7F) | flag]) * (run_end - number))
-            number = run_end
-        columns.append(b"".join(runs))
-    return columns
 
 
 def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:

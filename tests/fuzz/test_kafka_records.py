@@ -9,6 +9,7 @@ give only ProtocolError, in memory bounded by the input and max_uncompressed_byt
 from __future__ import annotations
 
 import asyncio
+import itertools
 import struct
 from collections.abc import Mapping
 
@@ -22,12 +23,14 @@ from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import Message, OutgoingMessage
 from protocols.kafkawire.compression import get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import (
     decode_record_batches,
     encode_record_batch,
     with_producer_state,
 )
 from tests.fuzz.strategies import INTERESTING_SIZES, KIB, MIB, bounded, examples, mutated, text
+from tests.unit.kafka.test_records import DefaultRecordBatchBuilder, zz
 
 TOPIC, PARTITION = "fuzz", 2
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte batch header (written independently)
@@ -104,7 +107,10 @@ def encode(sent: list[Sent], kind: CompressionType, state: tuple[int, int, int])
 
 
 def decode(data: bytes, fetch_offset: int = 0, limit: int = 1 * MIB) -> tuple[list[Message], int]:
-    return decode_record_batches(data, TOPIC, PARTITION, fetch_offset, max_uncompressed_bytes=limit)
+    runs, next_offset = decode_record_batches(
+        data, TOPIC, PARTITION, fetch_offset, max_uncompressed_bytes=limit
+    )
+    return [message for run in runs for message in run], next_offset
 
 
 def check(message: Message, sent: Sent, offset: int, sequence: int) -> None:
@@ -155,6 +161,80 @@ def test_what_is_produced_is_fetched(
     for message, (sent, offset, sequence) in zip(messages, wanted, strict=True):
         check(message, sent, offset, sequence)
     assert after == max(next_offset, fetch_offset)
+
+
+# Runs of equal-size plain records, as a busy producer writes them, read by columns: what
+# breaks a run (a timestamp or offset delta one byte wider, an offset gap, a record with a
+# key, headers or a null value, another size) must end it at that record, no later.
+PLAIN_RUN_RECORD = st.tuples(
+    st.sampled_from([1, 1, 1, 1, 2, 100, 8000]),  # offset step: mostly the next offset
+    st.sampled_from([0, 0, 0, 1, 5, -1, 63, 64, 8191, 8192, -70]),  # timestamp delta
+    st.sampled_from(["plain"] * 12 + ["key", "header", "null", "other size"]),
+)
+
+
+@st.composite
+def plain_runs(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int, bytes | None, bool]], int]:
+    """One batch, written by kafka-python's builder (independent of the code under test):
+    its bytes, each record's (offset, timestamp, value, plain?) and the base sequence."""
+    size = draw(st.sampled_from([0, 1, 50, 127, 128]))
+    base_sequence = draw(PRODUCER_STATE)[2]
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=base_sequence, batch_size=1 << 30,
+    )  # fmt: skip
+    written = []
+    delta = -1
+    for step, timestamp_delta, kind in draw(st.lists(PLAIN_RUN_RECORD, min_size=1, max_size=300)):
+        delta += step
+        value: bytes | None = bytes([delta & 0xFF]) * (size + 3 if kind == "other size" else size)
+        key = b"k" if kind == "key" else None
+        headers = [("h", b"v")] if kind == "header" else []
+        if kind == "null":
+            value = None
+        builder.append(
+            delta, timestamp=NOW + timestamp_delta, key=key, value=value, headers=headers
+        )
+        written.append((delta, NOW + timestamp_delta, value, kind in ("plain", "other size")))
+    return at_offset(bytes(builder.build()), 5000), written, base_sequence
+
+
+@settings(max_examples=examples(0.25))
+@given(plain_runs(), st.data())
+def test_runs_of_plain_records_read_by_columns(
+    batch: tuple[bytes, list[tuple[int, int, bytes | None, bool]], int], data: st.DataObject
+) -> None:
+    raw, written, base_sequence = batch
+    fetch_delta = data.draw(st.integers(0, written[-1][0] + 1))
+    runs, next_offset = decode_record_batches(
+        raw, TOPIC, PARTITION, 5000 + fetch_delta, max_uncompressed_bytes=MIB
+    )
+    wanted = [w for w in written if w[0] >= fetch_delta]
+    messages = [message for run in runs for message in run]
+    assert len(messages) == len(wanted)
+    for message, (delta, timestamp, value, _) in zip(messages, wanted, strict=True):
+        assert message.message_id() == KafkaMessageId(TOPIC, PARTITION, 5000 + delta)
+        assert message.value() == value
+        assert message.event_timestamp() == message.publish_timestamp() == timestamp
+        sequence = (base_sequence + delta) & INT31 if base_sequence >= 0 else -1
+        assert message.sequence_id() == sequence
+    assert next_offset == 5000 + written[-1][0] + 1
+    for run in runs:  # a run's columns are its messages' fields
+        if isinstance(run, RecordRun):
+            assert run.values(0, len(run)) == [m.value() for m in run]
+            assert run.event_timestamps(0, len(run)) == [m.event_timestamp() for m in run]
+            assert run.message_ids(0, len(run)) == [m.message_id() for m in run]
+    # Two plain records in a row, one offset apart, one size, timestamps as wide: columns.
+    base = written[0][1]  # the batch's base timestamp: its first record's
+    for (a, ta, va, plain_a), (b, tb, vb, plain_b) in itertools.pairwise(wanted):
+        if plain_a and plain_b and b == a + 1 and va is not None and vb is not None:
+            same = len(va) == len(vb) and len(zz(ta - base)) == len(zz(tb - base))
+            if same and len(zz(a)) == len(zz(b)):
+                assert any(
+                    isinstance(r, RecordRun)
+                    and r.first_offset <= 5000 + a < 5000 + b < r.first_offset + len(r)
+                    for r in runs
+                ), (a, b)
 
 
 @settings(max_examples=examples(0.05))

@@ -38,6 +38,20 @@ def test_gaps_between_delivered_offsets_are_passed_over() -> None:
     assert tracker.commit_position == 20
 
 
+def test_a_delivered_run_counts_as_each_of_its_offsets() -> None:
+    tracker = OffsetTracker(10)
+    tracker.delivered_run(8, 5)  # 8 and 9: before the position, a redelivery
+    assert tracker.unacked == 3
+    tracker.delivered_run(11, 2)  # a redelivery too: outstanding once
+    tracker.delivered_run(15, 2)  # 13 and 14: compacted away
+    assert tracker.unacked == 5
+    for offset in (10, 11, 12, 16):
+        tracker.ack(offset)
+    assert tracker.commit_position == 15
+    tracker.ack(15)
+    assert tracker.commit_position == 17
+
+
 def test_cumulative_ack_covers_everything_up_to_it() -> None:
     tracker = OffsetTracker(0)
     delivered(tracker, *range(10))

@@ -24,6 +24,7 @@ from msgclient.errors import (
 )
 from msgclient.message import Message, OutgoingMessage
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import (
     decode_record_batches,
     encode_record_batch,
@@ -78,7 +79,10 @@ def encode(
 def decode(
     data: bytes | memoryview, fetch_offset: int = 0, limit: int = LIMIT
 ) -> tuple[list[Message], int]:
-    return decode_record_batches(data, TOPIC, PARTITION, fetch_offset, max_uncompressed_bytes=limit)
+    runs, next_offset = decode_record_batches(
+        data, TOPIC, PARTITION, fetch_offset, max_uncompressed_bytes=limit
+    )
+    return [message for run in runs for message in run], next_offset
 
 
 def at_offset(batch: bytes, base_offset: int) -> bytes:
@@ -258,6 +262,42 @@ def test_more_records_than_two_byte_offset_deltas() -> None:
     assert [m.value() for m in messages] == values
     assert messages[-1].message_id() == KafkaMessageId(TOPIC, PARTITION, 9004)
     assert next_offset == 9005
+
+
+def test_a_batch_of_equal_size_values_is_read_as_runs_of_columns() -> None:
+    # Offset deltas of one, two and three bytes (from 64 and from 8192 on): one run each;
+    # timestamps that differ within a run (a producer's batch spans milliseconds).
+    count = 9000
+    records = b"".join(raw_record(i, b"%06d" % i, timestamp_delta=i // 1000) for i in range(count))
+    batch = at_offset(raw_batch(records, count), 100)
+    runs, next_offset = decode_record_batches(
+        batch, TOPIC, PARTITION, 100, max_uncompressed_bytes=LIMIT
+    )
+    assert [type(run) for run in runs] == [RecordRun] * 3
+    assert [(r.first_offset, len(r)) for r in runs] == [(100, 64), (164, 8128), (8292, 808)]
+    run = runs[1]
+    assert run.values(0, 2) == [b"000064", b"000065"]
+    assert run.event_timestamps(935, 937) == [NOW, NOW + 1]  # offsets 999 and 1000
+    assert run.publish_timestamps(935, 937) == [NOW, NOW + 1]
+    assert run.key_bytes(0, 2) == run.properties(0, 2) == [None, None]
+    assert run.message_ids(0, 1) == [KafkaMessageId(TOPIC, PARTITION, 164)]
+    assert run.topic_name() == f"{TOPIC}-{PARTITION}"
+    for message, i in zip([m for r in runs for m in r], range(count), strict=True):
+        assert_message(message, 100 + i, b"%06d" % i, timestamp=NOW + i // 1000)
+    assert next_offset == 100 + count
+
+
+def test_a_run_splits_into_two_that_hold_the_same_messages() -> None:
+    sent = [out(b"%03d" % i) for i in range(10)]
+    [run], _ = decode_record_batches(
+        at_offset(encode(sent, base_sequence=2**31 - 3), 50),
+        TOPIC, PARTITION, 50, max_uncompressed_bytes=LIMIT,
+    )  # fmt: skip
+    assert isinstance(run, RecordRun)
+    head, rest = run.split(4)
+    assert (head.first_offset, len(head), rest.first_offset, len(rest)) == (50, 4, 54, 6)
+    for i, message in enumerate([*head, *rest]):
+        assert_message(message, 50 + i, b"%03d" % i, sequence=(2**31 - 3 + i) & 0x7FFFFFFF)
 
 
 def test_memoryview_input() -> None:
