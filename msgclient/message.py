@@ -40,6 +40,11 @@ class MessageId(ABC):
     def __hash__(self) -> int:
         return hash(self._sort_key())
 
+    def ack_unit(self) -> MessageId | None:
+        """The id of the unit this message came in, if an ack of that id acknowledges this
+        message with the rest of it (a Pulsar batch: its entry); None if none does."""
+        return None
+
 
 class OutgoingMessage:
     """One message from ``send_async`` until the broker confirms it (or it fails).

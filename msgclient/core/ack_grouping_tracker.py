@@ -114,13 +114,28 @@ class AcknowledgmentsGroupingTracker:
         acked = self._individual_set
         if acked is None:  # a redelivery: checked for each of its messages, made once
             acked = self._individual_set = set(self._individual)
-        return message_id in acked
+        if message_id in acked:
+            return True
+        unit = message_id.ack_unit()  # a whole batch acknowledged at once (receive_many)
+        return unit is not None and unit in acked
 
     def ack(self, message_id: MessageId) -> asyncio.Future[None]:
         self.acks_made += 1
         if self._closed:
             return self._closed_future()
         self._individual.append(message_id)
+        return self._added()
+
+    def ack_all(self, message_ids: list[MessageId]) -> asyncio.Future[None]:
+        """``ack`` of each id, with one future for all."""
+        self.acks_made += len(message_ids)
+        if self._closed:
+            return self._closed_future()
+        self._individual += message_ids
+        return self._added()
+
+    def _added(self) -> asyncio.Future[None]:
+        """Individual acks were added: their future; a flush when the group is full."""
         self._individual_set = None
         future = self._done
         if self._receipts:

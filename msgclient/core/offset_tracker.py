@@ -11,6 +11,7 @@ never commits past an unacknowledged message.
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 
 class OffsetTracker:
@@ -46,11 +47,27 @@ class OffsetTracker:
         outstanding = self._outstanding
         if outstanding and outstanding[0] == offset:
             outstanding.popleft()
-            acked = self._acked
-            while outstanding and outstanding[0] in acked:
-                acked.discard(outstanding.popleft())
+            self._pass_acked()
         elif outstanding and outstanding[0] < offset < self._next:
             self._acked.add(offset)
+
+    def ack_all(self, offsets: list[int]) -> None:
+        """``ack`` of each offset: at once when they are the first outstanding offsets, in
+        order (a consumer acknowledging what it received, as it received it)."""
+        outstanding = self._outstanding
+        count = len(offsets)
+        if count > len(outstanding) or list(islice(outstanding, count)) != offsets:
+            for offset in offsets:
+                self.ack(offset)
+            return
+        self._outstanding = deque(islice(outstanding, count, None))
+        self._pass_acked()
+
+    def _pass_acked(self) -> None:
+        """Drop the offsets acknowledged out of order that now lead the outstanding ones."""
+        outstanding, acked = self._outstanding, self._acked
+        while acked and outstanding and outstanding[0] in acked:
+            acked.discard(outstanding.popleft())
 
     def ack_cumulative(self, offset: int) -> None:
         """Every offset up to and including ``offset`` is acknowledged."""

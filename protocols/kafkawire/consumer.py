@@ -224,11 +224,11 @@ class KafkaConsumerTransport(ConsumerTransport):
         tracker = self._tracker
         if tracker is None:
             return None  # revoked meanwhile: the new owner reads from the committed offset
+        offsets = _offsets(batch.individual)
+        tracker.ack_all(offsets)
         counts = self._redelivery_counts
-        for message_id in batch.individual:
-            offset = _offset(message_id)
-            tracker.ack(offset)
-            if counts:
+        if counts:
+            for offset in offsets:
                 counts.pop(offset, None)
         if batch.cumulative is not None:
             tracker.ack_cumulative(_offset(batch.cumulative))
@@ -317,6 +317,14 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     def _options_timeout(self) -> float:
         return self._subscription.backend.operation_timeout
+
+
+def _offsets(message_ids: Sequence[MessageId]) -> list[int]:
+    try:
+        return [message_id.offset for message_id in message_ids]  # type: ignore[attr-defined]
+    except AttributeError:
+        wrong = next(i for i in message_ids if not isinstance(i, KafkaMessageId))
+        raise TypeError(f"not a Kafka message id: {wrong!r}") from None
 
 
 def _offset(message_id: MessageId) -> int:

@@ -10,6 +10,7 @@ are opaque bytes here (see ``records.py``).
 from __future__ import annotations
 
 import struct
+from collections import deque
 from typing import Any
 
 from msgclient.errors import FrameTooLargeError, MalformedFrameError, TruncatedFrameError
@@ -45,36 +46,77 @@ def decode_response(response_class: Any, version: int, frame: bytes) -> Any:
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames; ``feed`` returns the complete ones."""
+    """Splits a byte stream into frames; ``feed`` returns the complete ones.
+
+    The bytes of an unfinished frame wait as the chunks they came in, joined once when the
+    frame is complete: a Fetch response of megabytes comes in many reads, and a growing
+    buffer would copy it again at each (and again to cut the frame out of it).
+    """
+
+    __slots__ = ("_buffered", "_chunks", "_offset", "_size", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size
-        self._buffer = bytearray()
+        self._chunks: deque[bytes] = deque()
+        self._offset = 0  # where the unread bytes of the first chunk start
+        self._buffered = 0  # unread bytes in all chunks
+        self._size = -1  # the size of the frame being received; -1: its size is still unread
 
     def feed(self, data: bytes) -> list[bytes]:
-        buffer = self._buffer
-        buffer += data
+        if not data:
+            return []
+        self._chunks.append(data)
+        self._buffered += len(data)
         frames: list[bytes] = []
-        start = 0
-        end = len(buffer)
-        while end - start >= 4:
-            (size,) = _SIZE.unpack_from(buffer, start)
-            if size < 0:
-                raise MalformedFrameError(f"negative frame size {size}")
-            if size > self.max_frame_size:
-                raise FrameTooLargeError(
-                    f"frame of {size} bytes is over the limit of {self.max_frame_size}"
-                )
-            if end - start - 4 < size:
+        while True:
+            if self._size < 0:
+                if self._buffered < 4:
+                    break
+                (size,) = _SIZE.unpack(self._take(4))
+                if size < 0:
+                    raise MalformedFrameError(f"negative frame size {size}")
+                if size > self.max_frame_size:
+                    raise FrameTooLargeError(
+                        f"frame of {size} bytes is over the limit of {self.max_frame_size}"
+                    )
+                self._size = size
+            if self._buffered < self._size:
                 break
-            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
-            start += 4 + size
-        if start:
-            del buffer[:start]
+            frames.append(self._take(self._size))
+            self._size = -1
         return frames
 
+    def _take(self, count: int) -> bytes:
+        """The next ``count`` unread bytes (as many are buffered), read."""
+        chunks, start = self._chunks, self._offset
+        self._buffered -= count
+        if not count:
+            return b""
+        first = chunks[0]
+        end = start + count
+        if end <= len(first):  # within the first chunk: small frames, size prefixes
+            piece = first[start:end]
+            if end == len(first):
+                chunks.popleft()
+                end = 0
+            self._offset = end
+            return piece
+        pieces = [first[start:]]
+        chunks.popleft()
+        left = count - len(pieces[0])
+        while left >= len(chunks[0]):  # whole chunks: copied once, by the join
+            left -= len(chunks[0])
+            pieces.append(chunks.popleft())
+            if not left:
+                break
+        if left:
+            pieces.append(chunks[0][:left])
+        self._offset = left
+        return b"".join(pieces)
+
     def eof(self) -> None:
-        if self._buffer:
+        unread = self._buffered + (4 if self._size >= 0 else 0)
+        if unread:
             raise TruncatedFrameError(
-                f"connection closed with {len(self._buffer)} bytes of an unfinished frame"
+                f"connection closed with {unread} bytes of an unfinished frame"
             )

@@ -336,11 +336,13 @@ def _decode_records(
                     skip = max(0, min_delta - offset_delta)
                     if skip < run:
                         first_delta = offset_delta + skip
-                        stamps = varints([c[skip:] for c in timestamp_columns])
+                        stamps = _timestamps(
+                            [c[skip:] for c in timestamp_columns], base_timestamp, scale
+                        )
                         runs.append(RecordRun(
                             topic, partition, base_offset + first_delta,
                             _values(body, p + skip * stride, stride, layout[3], len(stamps)),
-                            [base_timestamp + ((z >> 1) ^ -(z & 1)) * scale for z in stamps],
+                            stamps,
                             (base_sequence + first_delta) & _INT31 if base_sequence >= 0 else -1,
                         ))  # fmt: skip
                     p += run * stride
@@ -389,6 +391,17 @@ def _uniform_run(
     for column_bytes, wanted in zip(actual, expected, strict=True):
         run = min(run, common_prefix(column_bytes, wanted))
     return run, [c[:run] for c in timestamp_columns]
+
+
+def _timestamps(columns: list[bytes], base_timestamp: int, scale: int) -> list[int]:
+    """The timestamps of records whose timestamp deltas are in ``columns``."""
+    if not scale:  # LogAppendTime: the batch's, for every record
+        return [base_timestamp] * len(columns[0])
+    if len(columns) == 1 and len(columns[0]) > 128:
+        # Deltas of one byte: each looked up in a table of the 128 there are, in C.
+        table = [base_timestamp + ((z >> 1) ^ -(z & 1)) for z in range(128)]
+        return list(map(table.__getitem__, columns[0]))
+    return [base_timestamp + ((z >> 1) ^ -(z & 1)) for z in varints(columns)]
 
 
 def _values(body: bytes, p: int, stride: int, value_at: int, count: int) -> list[bytes]:

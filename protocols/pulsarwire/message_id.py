@@ -59,6 +59,11 @@ class PulsarMessageId(MessageId):
             made.append(message_id)
         return made
 
+    def ack_unit(self) -> PulsarMessageId | None:
+        if self.batch_index < 0:
+            return None
+        return PulsarMessageId(self.ledger_id, self.entry_id, self.partition)
+
     def _sort_key(self) -> tuple[int, ...]:
         return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
 

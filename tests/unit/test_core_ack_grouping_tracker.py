@@ -10,6 +10,7 @@ import pytest
 from msgclient.core.ack_grouping_tracker import AckBatch, AcknowledgmentsGroupingTracker
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import MessageId
+from protocols.pulsarwire.message_id import PulsarMessageId
 from tests.unit.fakes import EntryId, FakeScheduler
 
 GROUP_TIME = 0.1
@@ -96,6 +97,26 @@ async def test_10k_acks_go_out_in_10_batches(clock: FakeScheduler) -> None:
     assert clock.armed == 0
 
 
+async def test_acks_of_a_batch_are_grouped_as_single_ones(clock: FakeScheduler) -> None:
+    # A receive_many batch acknowledged at once: its ids in order, one future for them,
+    # a flush when the group is full (one batch, however many ids pushed it over).
+    sender = Sender(receipts=True)
+    tracker = make_tracker(sender, clock, receipts=True)
+    few = tracker.ack_all(list(ids(1, 2)))
+    assert sender.batches == []
+    many = tracker.ack_all(list(ids(*range(3, 1503))))
+    assert sender.batches == [AckBatch(ids(*range(1, 1503)), None)]
+    assert tracker.acks_made == 1502
+    assert clock.armed == 0
+    sender.receipts[0].set_result(None)
+    await asyncio.gather(few, many)
+    tracker.ack_all(list(ids(7)))
+    assert tracker.is_duplicate(EntryId(1, 7))
+    tracker.close()
+    with pytest.raises(AlreadyClosedError):
+        await tracker.ack_all(list(ids(8)))
+
+
 async def test_the_remainder_goes_after_the_group_time(clock: FakeScheduler) -> None:
     sender = Sender()
     tracker = make_tracker(sender, clock)
@@ -167,6 +188,18 @@ async def test_duplicates_are_pending_or_cumulatively_acked(clock: FakeScheduler
     clock.advance(GROUP_TIME + 0.001)
     assert tracker.is_duplicate(EntryId(1, 10))  # the cumulative position is kept
     assert not tracker.is_duplicate(EntryId(1, 50))  # sent: the broker knows
+
+
+async def test_an_ack_of_a_whole_batch_entry_makes_its_messages_duplicates(
+    clock: FakeScheduler,
+) -> None:
+    # receive_many acknowledges a Pulsar batch by its entry id; a redelivery of the entry
+    # while that ack waits brings its messages by their batch indexes.
+    tracker = make_tracker(Sender(), clock)
+    tracker.ack(PulsarMessageId(7, 3, 0))
+    assert tracker.is_duplicate(PulsarMessageId(7, 3, 0, batch_index=5, batch_size=10))
+    assert not tracker.is_duplicate(PulsarMessageId(7, 4, 0, batch_index=5, batch_size=10))
+    assert not tracker.is_duplicate(PulsarMessageId(7, 3, 1, batch_index=5, batch_size=10))
 
 
 async def test_receipts_complete_when_the_broker_confirms(clock: FakeScheduler) -> None:

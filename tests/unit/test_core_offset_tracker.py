@@ -52,6 +52,21 @@ def test_a_delivered_run_counts_as_each_of_its_offsets() -> None:
     assert tracker.commit_position == 17
 
 
+def test_acks_of_the_first_outstanding_offsets_in_order_pass_them_at_once() -> None:
+    tracker = OffsetTracker(0)
+    tracker.delivered_run(0, 10)
+    tracker.ack(5)  # out of order: waits behind 0..4
+    tracker.ack_all([0, 1, 2, 3, 4])
+    assert tracker.commit_position == 6  # and the 5 acked before
+    tracker.ack_all([7, 6, 9])  # not in delivery order: one by one, the same result
+    assert tracker.commit_position == 8
+    tracker.ack_all([8])
+    assert (tracker.commit_position, tracker.unacked) == (10, 0)
+    tracker.ack_all([])
+    tracker.ack_all([3, 4])  # acked before: nothing changes
+    assert (tracker.commit_position, tracker.unacked) == (10, 0)
+
+
 def test_cumulative_ack_covers_everything_up_to_it() -> None:
     tracker = OffsetTracker(0)
     delivered(tracker, *range(10))
