@@ -313,19 +313,21 @@ def _decode_records(
     # A message's topic_name() is its partition's name, as on Pulsar (the consumer finds
     # the partition of an acknowledged message by it); its id holds topic and partition.
     partition_name = f"{topic}-{partition}"
+    singles: list[Message] | None = None  # the Messages made one by one since the last run
     p = index = 0
     try:
         while index < count:
             record = _record_at(body, p, base_offset)
             end, timestamp_delta, offset_delta, key, value, headers = record[:6]
             stride = end - p
+            sample = p + (_MIN_RUN - 1) * stride  # the last record of a shortest run
             if (
                 key is None
                 and headers is None
                 and value is not None
-                and index + 1 < count
-                and end < size
-                and body[end] == body[p]  # the next record's length starts as this one's
+                and index + _MIN_RUN <= count
+                and sample < size
+                and body[sample] == body[p]  # its length starts as this one's: likely alike
                 and record[8] - record[7] <= 3  # offset deltas below 2**20
             ):
                 layout = (record[6] - p, record[7] - p, record[8] - p, record[9] - p)
@@ -345,14 +347,14 @@ def _decode_records(
                             stamps,
                             (base_sequence + first_delta) & _INT31 if base_sequence >= 0 else -1,
                         ))  # fmt: skip
+                        singles = None
                     p += run * stride
                     index += run
                     continue
             if offset_delta >= min_delta:
                 timestamp = base_timestamp + timestamp_delta * scale
                 sequence = (base_sequence + offset_delta) & _INT31 if base_sequence >= 0 else -1
-                singles = runs[-1] if runs else None
-                if not isinstance(singles, list):
+                if singles is None:
                     singles = []
                     runs.append(singles)
                 singles.append(Message(
@@ -369,8 +371,14 @@ def _decode_records(
         raise _malformed(base_offset, f"{size - p} bytes follow its {count} records")
 
 
+_Layout = tuple[int, int, int, int]  # a record's timestamp delta, offset delta, key, value
+# Records alike read by columns from this many on: reading columns costs as much as some
+# ten records read one by one, so shorter runs (varied sizes) are not worth a try.
+_MIN_RUN = 16
+
+
 def _uniform_run(
-    body: bytes, p: int, stride: int, layout: tuple[int, int, int, int], most: int, first_delta: int
+    body: bytes, p: int, stride: int, layout: _Layout, most: int, first_delta: int
 ) -> tuple[int, list[bytes]]:
     """How many records (at most ``most``) from ``p`` on are laid out as the plain record at
     ``p`` (no key, no headers), read by columns; and the byte columns of their timestamp
@@ -378,14 +386,43 @@ def _uniform_run(
     a timestamp delta as wide, and offset deltas one apart from ``first_delta`` on (a
     producer's batch of equal-size messages; a compacted one has gaps). ``layout``: where
     the record's timestamp delta, offset delta, key length and value start, from ``p``."""
+    timestamp_at, _, key_at, value_at = layout
+    sample = p + (_MIN_RUN - 1) * stride
+    if (
+        body[sample : sample + timestamp_at] != body[p : p + timestamp_at]
+        or body[sample + key_at : sample + value_at] != body[p + key_at : p + value_at]
+    ):
+        return 1, []  # a record a shortest run away differs in length or value size
+    limit = min(
+        most, (len(body) - p) // stride, _DELTA_WIDTH_LIMITS[key_at - layout[1] - 1] - first_delta
+    )
+    # Windows growing eightfold: where runs are short, each costs a short window, not
+    # columns as long as the batch.
+    window = min(limit, _MIN_RUN)
+    while True:
+        run, timestamp_columns = _alike(body, p, stride, layout, window, first_delta)
+        if run < window or window == limit:
+            return run, timestamp_columns
+        window = min(limit, window * 8)
+
+
+def _alike(
+    body: bytes,
+    p: int,
+    stride: int,
+    layout: tuple[int, int, int, int],
+    count: int,
+    first_delta: int,
+) -> tuple[int, list[bytes]]:
+    """``_uniform_run`` within the first ``count`` records from ``p`` (all in ``body``)."""
     timestamp_at, delta_at, key_at, value_at = layout
-    delta_width = key_at - delta_at
-    run = min(most, (len(body) - p) // stride, _DELTA_WIDTH_LIMITS[delta_width - 1] - first_delta)
+    run = count
     for constant in (*range(timestamp_at), *range(key_at, value_at), stride - 1):
         at = p + constant
         run = min(run, leading(column(body, at, stride, run), body[at]))
     timestamp_columns = varint_columns(body, p + timestamp_at, stride, run, delta_at - timestamp_at)
     run = min(run, valid_varints(timestamp_columns))
+    delta_width = key_at - delta_at
     expected = consecutive_varint_columns(2 * first_delta, run, delta_width, step=2)
     actual = varint_columns(body, p + delta_at, stride, run, delta_width)
     for column_bytes, wanted in zip(actual, expected, strict=True):

@@ -165,16 +165,22 @@ def test_what_is_produced_is_fetched(
 
 # Runs of equal-size plain records, as a busy producer writes them, read by columns: what
 # breaks a run (a timestamp or offset delta one byte wider, an offset gap, a record with a
-# key, headers or a null value, another size) must end it at that record, no later.
-PLAIN_RUN_RECORD = st.tuples(
-    st.sampled_from([1, 1, 1, 1, 2, 100, 8000]),  # offset step: mostly the next offset
-    st.sampled_from([0, 0, 0, 1, 5, -1, 63, 64, 8191, 8192, -70]),  # timestamp delta
-    st.sampled_from(["plain"] * 12 + ["key", "header", "null", "other size"]),
+# key, headers or a null value, another size) must end it at that record, no later; 16
+# alike records in a row or more must be read as one run.
+# A stretch of records: the offset step before its first (then one apart), its records'
+# timestamp delta and kind, and how many there are.
+STRETCH = st.tuples(
+    st.sampled_from([1, 1, 1, 2, 100, 8000]),
+    st.sampled_from([0, 0, 1, 5, -1, 63, 64, 8191, 8192, -70]),
+    st.sampled_from(["plain"] * 4 + ["key", "header", "null", "other size"]),
+    st.integers(1, 40),
 )
+MIN_RUN = 16  # records.py reads runs this long or longer by columns
+Written = tuple[int, int, bytes | None, bool]  # offset delta, timestamp, value, plain?
 
 
 @st.composite
-def plain_runs(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int, bytes | None, bool]], int]:
+def plain_runs(draw: st.DrawFn) -> tuple[bytes, list[Written], int]:
     """One batch, written by kafka-python's builder (independent of the code under test):
     its bytes, each record's (offset, timestamp, value, plain?) and the base sequence."""
     size = draw(st.sampled_from([0, 1, 50, 127, 128]))
@@ -185,24 +191,23 @@ def plain_runs(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int, bytes | Non
     )  # fmt: skip
     written = []
     delta = -1
-    for step, timestamp_delta, kind in draw(st.lists(PLAIN_RUN_RECORD, min_size=1, max_size=300)):
-        delta += step
-        value: bytes | None = bytes([delta & 0xFF]) * (size + 3 if kind == "other size" else size)
-        key = b"k" if kind == "key" else None
-        headers = [("h", b"v")] if kind == "header" else []
-        if kind == "null":
-            value = None
-        builder.append(
-            delta, timestamp=NOW + timestamp_delta, key=key, value=value, headers=headers
-        )
-        written.append((delta, NOW + timestamp_delta, value, kind in ("plain", "other size")))
+    for step, timestamp_delta, kind, count in draw(st.lists(STRETCH, min_size=1, max_size=12)):
+        for i in range(count):
+            delta += step if i == 0 else 1
+            size_now = size + 3 if kind == "other size" else size
+            value: bytes | None = None if kind == "null" else bytes([delta & 0xFF]) * size_now
+            key = b"k" if kind == "key" else None
+            headers = [("h", b"v")] if kind == "header" else []
+            timestamp = NOW + timestamp_delta + (i % 2)  # deltas differ within a stretch
+            builder.append(delta, timestamp=timestamp, key=key, value=value, headers=headers)
+            written.append((delta, timestamp, value, kind in ("plain", "other size")))
     return at_offset(bytes(builder.build()), 5000), written, base_sequence
 
 
 @settings(max_examples=examples(0.25))
 @given(plain_runs(), st.data())
 def test_runs_of_plain_records_read_by_columns(
-    batch: tuple[bytes, list[tuple[int, int, bytes | None, bool]], int], data: st.DataObject
+    batch: tuple[bytes, list[Written], int], data: st.DataObject
 ) -> None:
     raw, written, base_sequence = batch
     fetch_delta = data.draw(st.integers(0, written[-1][0] + 1))
@@ -224,17 +229,27 @@ def test_runs_of_plain_records_read_by_columns(
             assert run.values(0, len(run)) == [m.value() for m in run]
             assert run.event_timestamps(0, len(run)) == [m.event_timestamp() for m in run]
             assert run.message_ids(0, len(run)) == [m.message_id() for m in run]
-    # Two plain records in a row, one offset apart, one size, timestamps as wide: columns.
+    # Alike records in a row, one offset apart, one size, deltas as wide: one run.
     base = written[0][1]  # the batch's base timestamp: its first record's
-    for (a, ta, va, plain_a), (b, tb, vb, plain_b) in itertools.pairwise(wanted):
-        if plain_a and plain_b and b == a + 1 and va is not None and vb is not None:
-            same = len(va) == len(vb) and len(zz(ta - base)) == len(zz(tb - base))
-            if same and len(zz(a)) == len(zz(b)):
-                assert any(
-                    isinstance(r, RecordRun)
-                    and r.first_offset <= 5000 + a < 5000 + b < r.first_offset + len(r)
-                    for r in runs
-                ), (a, b)
+
+    def alike(
+        a: tuple[int, int, bytes | None, bool], b: tuple[int, int, bytes | None, bool]
+    ) -> bool:
+        return (
+            a[3] and b[3] and a[2] is not None and b[2] is not None and b[0] == a[0] + 1
+            and len(a[2]) == len(b[2]) and len(zz(a[0])) == len(zz(b[0]))
+            and len(zz(a[1] - base)) == len(zz(b[1] - base))
+        )  # fmt: skip
+
+    for start in range(len(wanted) - MIN_RUN + 1):
+        window = wanted[start : start + MIN_RUN]
+        if all(alike(a, b) for a, b in itertools.pairwise(window)):
+            first, last = 5000 + window[0][0], 5000 + window[-1][0]
+            assert any(
+                isinstance(r, RecordRun)
+                and r.first_offset <= first < last < r.first_offset + len(r)
+                for r in runs
+            ), (first, last)
 
 
 @settings(max_examples=examples(0.05))

@@ -265,6 +265,7 @@ def test_more_records_than_two_byte_offset_deltas() -> None:
 
 
 def test_a_batch_of_equal_size_values_is_read_as_runs_of_columns() -> None:
+    # (Runs shorter than 16 records are read record by record: test_runs_of_plain_records.)
     # Offset deltas of one, two and three bytes (from 64 and from 8192 on): one run each;
     # timestamps that differ within a run (a producer's batch spans milliseconds).
     count = 9000
@@ -288,14 +289,14 @@ def test_a_batch_of_equal_size_values_is_read_as_runs_of_columns() -> None:
 
 
 def test_a_run_splits_into_two_that_hold_the_same_messages() -> None:
-    sent = [out(b"%03d" % i) for i in range(10)]
+    sent = [out(b"%03d" % i) for i in range(20)]
     [run], _ = decode_record_batches(
         at_offset(encode(sent, base_sequence=2**31 - 3), 50),
         TOPIC, PARTITION, 50, max_uncompressed_bytes=LIMIT,
     )  # fmt: skip
     assert isinstance(run, RecordRun)
     head, rest = run.split(4)
-    assert (head.first_offset, len(head), rest.first_offset, len(rest)) == (50, 4, 54, 6)
+    assert (head.first_offset, len(head), rest.first_offset, len(rest)) == (50, 4, 54, 16)
     for i, message in enumerate([*head, *rest]):
         assert_message(message, 50 + i, b"%03d" % i, sequence=(2**31 - 3 + i) & 0x7FFFFFFF)
 
