@@ -319,36 +319,22 @@ def _decode_records(
         while index < count:
             record = _record_at(body, p, base_offset)
             end, timestamp_delta, offset_delta, key, value, headers = record[:6]
-            stride = end - p
-            sample = p + (_MIN_RUN - 1) * stride  # the last record of a shortest run
-            if (
-                key is None
-                and headers is None
-                and value is not None
-                and index + _MIN_RUN <= count
-                and sample < size
-                and body[sample] == body[p]  # its length starts as this one's: likely alike
-                and record[8] - record[7] <= 3  # offset deltas below 2**20
-            ):
-                layout = (record[6] - p, record[7] - p, record[8] - p, record[9] - p)
-                run, timestamp_columns = _uniform_run(
-                    body, p, stride, layout, count - index, offset_delta
+            if key is None and headers is None and value is not None and index + 1 < count:
+                run, values, timestamps, after = _read_run(
+                    body, p, record, count - index, base_timestamp, scale
                 )
                 if run > 1:
                     skip = max(0, min_delta - offset_delta)
                     if skip < run:
                         first_delta = offset_delta + skip
-                        stamps = _timestamps(
-                            [c[skip:] for c in timestamp_columns], base_timestamp, scale
-                        )
                         runs.append(RecordRun(
                             topic, partition, base_offset + first_delta,
-                            _values(body, p + skip * stride, stride, layout[3], len(stamps)),
-                            stamps,
+                            values[skip:] if skip else values,
+                            timestamps[skip:] if skip else timestamps,
                             (base_sequence + first_delta) & _INT31 if base_sequence >= 0 else -1,
                         ))  # fmt: skip
                         singles = None
-                    p += run * stride
+                    p = after
                     index += run
                     continue
             if offset_delta >= min_delta:
@@ -369,6 +355,33 @@ def _decode_records(
         raise _malformed(base_offset, "a record runs past the end of the batch") from None
     if p != size:
         raise _malformed(base_offset, f"{size - p} bytes follow its {count} records")
+
+
+def _read_run(
+    body: bytes, p: int, record: _Record, most: int, base_timestamp: int, scale: int
+) -> tuple[int, list[bytes], list[int], int]:
+    """The plain records (no key, no headers, a value) from ``p`` on, the first of them
+    ``record``, at offsets one apart (at most ``most``): how many, their values, their
+    timestamps, and where they end. Records alike (one size, deltas as wide), 16 or more
+    in a row, are read by columns; the others one by one."""
+    end, offset_delta = record[0], record[2]
+    stride = end - p
+    sample = p + (_MIN_RUN - 1) * stride  # the last record of a shortest run
+    if (
+        most >= _MIN_RUN
+        and sample < len(body)
+        and body[sample] == body[p]  # its length starts as this one's: likely alike
+        and record[8] - record[7] <= 3  # offset deltas below 2**20
+    ):
+        layout = (record[6] - p, record[7] - p, record[8] - p, record[9] - p)
+        run, timestamp_columns = _uniform_run(body, p, stride, layout, most, offset_delta)
+        if run > 1:
+            values = _values(body, p, stride, layout[3], run)
+            one_byte = len(timestamp_columns) == 1
+            zigzags = timestamp_columns[0] if one_byte else varints(timestamp_columns)
+            return run, values, _timestamps(zigzags, base_timestamp, scale), p + run * stride
+    values, zigzag_list, after = _plain_records(body, p, most, offset_delta)
+    return len(values), values, _timestamps(zigzag_list, base_timestamp, scale), after
 
 
 _Layout = tuple[int, int, int, int]  # a record's timestamp delta, offset delta, key, value
@@ -430,15 +443,64 @@ def _alike(
     return run, [c[:run] for c in timestamp_columns]
 
 
-def _timestamps(columns: list[bytes], base_timestamp: int, scale: int) -> list[int]:
-    """The timestamps of records whose timestamp deltas are in ``columns``."""
+def _plain_records(
+    body: bytes, p: int, most: int, first_delta: int
+) -> tuple[list[bytes], list[int], int]:
+    """The values and (zigzag) timestamp deltas of the plain records from ``p`` on, of any
+    sizes, at offset deltas one apart from ``first_delta`` on (at most ``most``), and where
+    they end: read one by one, stopping at the first other record (which the general
+    reader reads, or names if it is malformed)."""
+    values: list[bytes] = []
+    zigzags: list[int] = []
+    delta = first_delta
+    size = len(body)
+    for _ in range(most):
+        z = body[p]  # length
+        if z < 0x80:
+            q = p + 1
+        elif body[p + 1] < 0x80:
+            z, q = (z & 0x7F) | (body[p + 1] << 7), p + 2
+        else:
+            break
+        end = q + (z >> 1)
+        if z & 1 or end > size:
+            break
+        t = body[q + 1]  # the timestamp delta, after the attributes
+        if t < 0x80:
+            r = q + 2
+        elif body[q + 2] < 0x80:
+            t, r = (t & 0x7F) | (body[q + 2] << 7), q + 3
+        else:
+            break
+        expected = _varint(delta)
+        v = r + len(expected)
+        if body[r:v] != expected or body[v] != 1:  # the next offset delta, a null key
+            break
+        n = body[v + 1]  # value length
+        if n < 0x80:
+            v += 2
+        elif body[v + 2] < 0x80:
+            n, v = (n & 0x7F) | (body[v + 2] << 7), v + 3
+        else:
+            break
+        if n & 1 or v + (n >> 1) + 1 != end or body[end - 1]:  # a value, no headers
+            break
+        values.append(body[v : end - 1])
+        zigzags.append(t)
+        delta += 1
+        p = end
+    return values, zigzags, p
+
+
+def _timestamps(zigzags: Sequence[int], base_timestamp: int, scale: int) -> list[int]:
+    """The timestamps of records whose timestamp deltas are ``zigzags`` (as varints)."""
     if not scale:  # LogAppendTime: the batch's, for every record
-        return [base_timestamp] * len(columns[0])
-    if len(columns) == 1 and len(columns[0]) > 128:
+        return [base_timestamp] * len(zigzags)
+    if len(zigzags) > 128 and max(zigzags) < 128:
         # Deltas of one byte: each looked up in a table of the 128 there are, in C.
         table = [base_timestamp + ((z >> 1) ^ -(z & 1)) for z in range(128)]
-        return list(map(table.__getitem__, columns[0]))
-    return [base_timestamp + ((z >> 1) ^ -(z & 1)) for z in varints(columns)]
+        return list(map(table.__getitem__, zigzags))
+    return [base_timestamp + ((z >> 1) ^ -(z & 1)) for z in zigzags]
 
 
 def _values(body: bytes, p: int, stride: int, value_at: int, count: int) -> list[bytes]:
