@@ -246,7 +246,7 @@ class Consumer(AsyncClosing):
                 ids = messages.ack_ids(start, end)
             else:
                 ids = message_ids(messages, start, end)
-            futures[partition.acknowledge_all(ids)] = None
+            futures[partition.acknowledge_all(ids, end - start)] = None
         if len(futures) == 1:
             return next(iter(futures))
         return asyncio.ensure_future(_all_done(list(futures)))

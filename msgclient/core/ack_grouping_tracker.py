@@ -126,9 +126,10 @@ class AcknowledgmentsGroupingTracker:
         self._individual.append(message_id)
         return self._added()
 
-    def ack_all(self, message_ids: list[MessageId]) -> asyncio.Future[None]:
-        """``ack`` of each id, with one future for all."""
-        self.acks_made += len(message_ids)
+    def ack_all(self, message_ids: list[MessageId], messages: int) -> asyncio.Future[None]:
+        """``ack`` of each id, with one future for all; the ids acknowledge ``messages``
+        messages (more than ids where one id covers a whole Pulsar batch entry)."""
+        self.acks_made += messages
         if self._closed:
             return self._closed_future()
         self._individual += message_ids

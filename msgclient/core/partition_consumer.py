@@ -220,16 +220,17 @@ class PartitionConsumer(ConsumerEvents):
         return self.acknowledge
 
     def acknowledge(self, message_id: MessageId) -> asyncio.Future[None]:
-        return self.acknowledge_all([message_id])
+        return self.acknowledge_all([message_id], 1)
 
-    def acknowledge_all(self, message_ids: list[MessageId]) -> asyncio.Future[None]:
-        """``acknowledge`` of each id, with one future for all."""
+    def acknowledge_all(self, message_ids: list[MessageId], messages: int) -> asyncio.Future[None]:
+        """``acknowledge`` of each id, with one future for all; the ids acknowledge
+        ``messages`` messages (for the stats)."""
         if self._unacked is not None or self._last_chance:
             for message_id in message_ids:
                 if self._unacked is not None:
                     self._unacked.remove(message_id)
                 self._last_chance.pop(message_id, None)
-        return self._acks.ack_all(message_ids)
+        return self._acks.ack_all(message_ids, messages)
 
     def acknowledge_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:
         if self._unacked is not None:

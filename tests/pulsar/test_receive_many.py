@@ -98,6 +98,7 @@ async def test_acknowledging_a_batch_acks_every_message_by_entry(
         batches = await receive_all(consumer, len(sent))
         for batch in batches:
             await within(consumer.acknowledge(batch))
+        assert consumer.stats.acknowledged == len(sent)  # messages, not the entry ids
         await consumer.close()
     acks = wire.acks()
     acked = [(i.ledgerId, i.entryId) for ack in acks for i in ack.message_id]

@@ -102,19 +102,20 @@ async def test_acks_of_a_batch_are_grouped_as_single_ones(clock: FakeScheduler) 
     # a flush when the group is full (one batch, however many ids pushed it over).
     sender = Sender(receipts=True)
     tracker = make_tracker(sender, clock, receipts=True)
-    few = tracker.ack_all(list(ids(1, 2)))
+    few = tracker.ack_all(list(ids(1, 2)), 2)
     assert sender.batches == []
-    many = tracker.ack_all(list(ids(*range(3, 1503))))
+    many = tracker.ack_all(list(ids(*range(3, 1503))), 1500)
     assert sender.batches == [AckBatch(ids(*range(1, 1503)), None)]
     assert tracker.acks_made == 1502
     assert clock.armed == 0
     sender.receipts[0].set_result(None)
     await asyncio.gather(few, many)
-    tracker.ack_all(list(ids(7)))
+    tracker.ack_all(list(ids(7)), 10)  # one id for ten messages (a whole batch entry)
+    assert tracker.acks_made == 1512
     assert tracker.is_duplicate(EntryId(1, 7))
     tracker.close()
     with pytest.raises(AlreadyClosedError):
-        await tracker.ack_all(list(ids(8)))
+        await tracker.ack_all(list(ids(8)), 1)
 
 
 async def test_the_remainder_goes_after_the_group_time(clock: FakeScheduler) -> None:
