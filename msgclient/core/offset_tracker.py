@@ -52,16 +52,22 @@ class OffsetTracker:
             self._acked.add(offset)
 
     def ack_all(self, offsets: list[int]) -> None:
-        """``ack`` of each offset: at once when they are the first outstanding offsets, in
-        order (a consumer acknowledging what it received, as it received it)."""
+        """``ack`` of each offset. When they are the first outstanding offsets, in order (a
+        consumer acknowledging what it received, as it received it), one comparison finds
+        that and they are dropped without an ``ack`` call each."""
         outstanding = self._outstanding
         count = len(offsets)
+        if not count:
+            return
         if count > len(outstanding) or list(islice(outstanding, count)) != offsets:
             for offset in offsets:
                 self.ack(offset)
             return
-        self._outstanding = deque(islice(outstanding, count, None))
-        self._pass_acked()
+        for _ in range(count):
+            outstanding.popleft()
+        if self._acked:
+            self._acked.difference_update(offsets)  # acked before, out of order, and again
+            self._pass_acked()
 
     def _pass_acked(self) -> None:
         """Drop the offsets acknowledged out of order that now lead the outstanding ones."""

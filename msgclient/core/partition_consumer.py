@@ -175,9 +175,10 @@ class PartitionConsumer(ConsumerEvents):
             newest is None or first <= newest or self._acks.acked_cumulatively(first)
         ):
             # A redelivery: some may be acked already (the broker may not know yet). A
-            # dispatch newer than all before cannot hold an individual ack (nor cost a set
-            # of the pending acks to look that up): nothing to check per message (nor a
-            # Message to make, for a lazy batch entry).
+            # dispatch newer than all before holds no message received before, so none
+            # acked individually, and is not checked (no set of the pending acks made per
+            # dispatch, no Message made of a lazy batch): an id acknowledged before it was
+            # ever received (a stored id) is caught only in the first dispatch.
             fresh = [m for m in messages if not is_duplicate(m.message_id())]
             if len(fresh) < len(messages):
                 self.window.release(len(messages) - len(fresh))  # never shown: permits free

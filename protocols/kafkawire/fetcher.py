@@ -59,6 +59,7 @@ class FetchState:
         "permits",
         "position",
         "redeliveries",
+        "taken",
         "topic",
     )
 
@@ -81,13 +82,16 @@ class FetchState:
         self.mean_record_bytes = 0.0
         self.held_until = 0.0  # loop time: a delayed record is not due yet
         # Decoded runs of the last fetch beyond the permits it met: delivered as permits
-        # come back, not fetched and decoded again. At most one fetch response.
+        # come back, not fetched and decoded again. At most one fetch response. ``taken``
+        # of the first run are delivered already (a run is not copied to drop them).
         self.buffered: deque[Sequence[Message]] = deque()
+        self.taken = 0
 
     def reset(self, position: int | None) -> None:
         """Fetch from ``position`` on (None: stop); what was buffered or due is dropped."""
         self.position = position
         self.buffered.clear()
+        self.taken = 0
         self.held_until = 0.0
         self.redeliveries.clear()
 
@@ -103,7 +107,7 @@ class FetchState:
     def consumed_to(self) -> int:
         """The first offset not delivered: the next buffered one, or the fetch position."""
         if self.buffered:
-            return _first_offset(self.buffered[0])
+            return _offset_at(self.buffered[0], self.taken)
         return self.position or 0
 
 
@@ -264,28 +268,30 @@ class Fetcher:
         buffered = state.buffered
         if state.held_until or state not in self._states:
             return
-        taken: list[Sequence[Message]] = []
+        parts: list[Sequence[Message]] = []
         permits = state.permits
         while buffered and permits > 0:
-            run = buffered.popleft()
-            if len(run) > permits:
-                run, rest = _split(run, permits)
-                buffered.appendleft(rest)
+            run, start = buffered[0], state.taken
+            end = min(len(run), start + permits)
+            part = _part(run, start, end)
             # A delayed record carries a header: a RecordRun (records without any) has none.
-            held = _first_not_due(run) if isinstance(run, list) else None
+            held = None if isinstance(part, RecordRun) else _first_not_due(part)
             if held is not None:  # deliver what precedes it; the rest waits until it is due
                 index, due_ms = held
-                buffered.appendleft(run[index:])
-                run = run[:index]
+                part, end = part[:index], start + index
                 self._hold(state, due_ms)
-            if run:
-                taken.append(run)
-                permits -= len(run)
+            if end == len(run):
+                buffered.popleft()
+                end = 0
+            state.taken = end
+            if part:
+                parts.append(part)
+                permits -= len(part)
             if held is not None:
                 break
-        if taken or even_none:
+        if parts or even_none:
             state.permits = permits
-            state.deliver(taken, state.consumed_to())
+            state.deliver(parts, state.consumed_to())
         if not buffered:
             self.wake(state)  # fetch on, if permits are left
 
@@ -355,20 +361,22 @@ class Fetcher:
         state.on_error(error)
 
 
-def _first_offset(run: Sequence[Message]) -> int:
+def _offset_at(run: Sequence[Message], index: int) -> int:
     if isinstance(run, RecordRun):
-        return run.first_offset
-    return run[0].message_id().offset  # type: ignore[attr-defined,no-any-return]
+        return run.first_offset + index
+    return run[index].message_id().offset  # type: ignore[attr-defined,no-any-return]
 
 
-def _split(run: Sequence[Message], count: int) -> tuple[Sequence[Message], Sequence[Message]]:
-    """The first ``count`` messages of a run and the rest."""
+def _part(run: Sequence[Message], start: int, end: int) -> Sequence[Message]:
+    """``run[start:end]``, the run itself when that is all of it."""
+    if start == 0 and end == len(run):
+        return run
     if isinstance(run, RecordRun):
-        return run.split(count)
-    return run[:count], run[count:]
+        return run.part(start, end)
+    return run[start:end]
 
 
-def _first_not_due(messages: list[Message]) -> tuple[int, int] | None:
+def _first_not_due(messages: Sequence[Message]) -> tuple[int, int] | None:
     """The index and due time of the first message delayed into the future, if any."""
     now_ms = time.time() * 1000
     for index, message in enumerate(messages):

@@ -58,23 +58,16 @@ class RecordRun(MessageBlock):
     def __repr__(self) -> str:
         return f"RecordRun({self._partition_name}@{self.first_offset}, {len(self)} records)"
 
-    def split(self, count: int) -> tuple[RecordRun, RecordRun]:
-        """The first ``count`` records and the rest, as two runs."""
+    def part(self, start: int, end: int) -> RecordRun:
+        """Records ``start`` to ``end - 1`` as a run of their own."""
         sequence = self._first_sequence
-        rest_sequence = (sequence + count) & _INT31 if sequence >= 0 else -1
-        return (
-            self._part(self.first_offset, 0, count, sequence),
-            self._part(self.first_offset + count, count, len(self), rest_sequence),
-        )
-
-    def _part(self, first_offset: int, start: int, end: int, first_sequence: int) -> RecordRun:
         return RecordRun(
             self.topic,
             self.partition,
-            first_offset,
+            self.first_offset + start,
             self._values[start:end],
             self._timestamps[start:end],
-            first_sequence,
+            (sequence + start) & _INT31 if sequence >= 0 else -1,
         )
 
     def topic_name(self) -> str:

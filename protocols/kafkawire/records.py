@@ -75,7 +75,12 @@ def _varint(n: int) -> bytes:
     """Kafka's zigzag varint (and varlong) of a signed int."""
     if 0 <= n < _SMALL_COUNT:
         return _SMALL[n]
-    return uvarint(n << 1 if n >= 0 else (~n << 1) | 1)
+    return uvarint(_zigzag(n))
+
+
+def _zigzag(n: int) -> int:
+    """A signed int as Kafka's varints hold it: 0, -1, 1, -2, ... as 0, 1, 2, 3, ..."""
+    return n << 1 if n >= 0 else (~n << 1) | 1
 
 
 def uvarint(value: int) -> bytes:
@@ -364,23 +369,30 @@ def _read_run(
     ``record``, at offsets one apart (at most ``most``): how many, their values, their
     timestamps, and where they end. Records alike (one size, deltas as wide), 16 or more
     in a row, are read by columns; the others one by one."""
-    end, offset_delta = record[0], record[2]
+    end, timestamp_delta, offset_delta, _, value, _, timestamp_at, delta_at, key_at, value_at = (
+        record
+    )
     stride = end - p
     sample = p + (_MIN_RUN - 1) * stride  # the last record of a shortest run
     if (
         most >= _MIN_RUN
         and sample < len(body)
         and body[sample] == body[p]  # its length starts as this one's: likely alike
-        and record[8] - record[7] <= 3  # offset deltas below 2**20
+        and key_at - delta_at <= 3  # offset deltas below 2**20
     ):
-        layout = (record[6] - p, record[7] - p, record[8] - p, record[9] - p)
+        layout = (timestamp_at - p, delta_at - p, key_at - p, value_at - p)
         run, timestamp_columns = _uniform_run(body, p, stride, layout, most, offset_delta)
         if run > 1:
             values = _values(body, p, stride, layout[3], run)
             one_byte = len(timestamp_columns) == 1
             zigzags = timestamp_columns[0] if one_byte else varints(timestamp_columns)
             return run, values, _timestamps(zigzags, base_timestamp, scale), p + run * stride
-    values, zigzag_list, after = _plain_records(body, p, most, offset_delta)
+    # The records after this one (read already), as long as they are plain.
+    values, zigzag_list, after = _plain_records(body, end, most - 1, offset_delta + 1)
+    if not values:
+        return 1, [], [], end
+    values.insert(0, value or b"")
+    zigzag_list.insert(0, _zigzag(timestamp_delta))
     return len(values), values, _timestamps(zigzag_list, base_timestamp, scale), after
 
 
@@ -399,15 +411,16 @@ def _uniform_run(
     a timestamp delta as wide, and offset deltas one apart from ``first_delta`` on (a
     producer's batch of equal-size messages; a compacted one has gaps). ``layout``: where
     the record's timestamp delta, offset delta, key length and value start, from ``p``."""
-    timestamp_at, _, key_at, value_at = layout
+    timestamp_at, delta_at, key_at, value_at = layout
     sample = p + (_MIN_RUN - 1) * stride
     if (
         body[sample : sample + timestamp_at] != body[p : p + timestamp_at]
         or body[sample + key_at : sample + value_at] != body[p + key_at : p + value_at]
+        or body[sample + delta_at : sample + key_at] != _varint(first_delta + _MIN_RUN - 1)
     ):
-        return 1, []  # a record a shortest run away differs in length or value size
+        return 1, []  # a record a shortest run away: another length, value size or offset
     limit = min(
-        most, (len(body) - p) // stride, _DELTA_WIDTH_LIMITS[key_at - layout[1] - 1] - first_delta
+        most, (len(body) - p) // stride, _DELTA_WIDTH_LIMITS[key_at - delta_at - 1] - first_delta
     )
     # Windows growing eightfold: where runs are short, each costs a short window, not
     # columns as long as the batch.

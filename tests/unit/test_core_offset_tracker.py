@@ -67,6 +67,16 @@ def test_acks_of_the_first_outstanding_offsets_in_order_pass_them_at_once() -> N
     assert (tracker.commit_position, tracker.unacked) == (10, 0)
 
 
+def test_an_offset_acked_alone_then_with_its_batch_counts_once() -> None:
+    tracker = OffsetTracker(0)
+    tracker.delivered_run(0, 3)
+    tracker.ack_all([1])  # out of order: waits behind 0
+    tracker.ack_all([0, 1])  # the batch holding both, in order
+    assert (tracker.commit_position, tracker.unacked) == (2, 1)  # 2 is still outstanding
+    tracker.ack(2)
+    assert (tracker.commit_position, tracker.unacked) == (3, 0)
+
+
 def test_cumulative_ack_covers_everything_up_to_it() -> None:
     tracker = OffsetTracker(0)
     delivered(tracker, *range(10))

@@ -288,14 +288,14 @@ def test_a_batch_of_equal_size_values_is_read_as_runs_of_columns() -> None:
     assert next_offset == 100 + count
 
 
-def test_a_run_splits_into_two_that_hold_the_same_messages() -> None:
+def test_parts_of_a_run_hold_its_messages() -> None:
     sent = [out(b"%03d" % i) for i in range(20)]
     [run], _ = decode_record_batches(
         at_offset(encode(sent, base_sequence=2**31 - 3), 50),
         TOPIC, PARTITION, 50, max_uncompressed_bytes=LIMIT,
     )  # fmt: skip
     assert isinstance(run, RecordRun)
-    head, rest = run.split(4)
+    head, rest = run.part(0, 4), run.part(4, 20)
     assert (head.first_offset, len(head), rest.first_offset, len(rest)) == (50, 4, 54, 16)
     for i, message in enumerate([*head, *rest]):
         assert_message(message, 50 + i, b"%03d" % i, sequence=(2**31 - 3 + i) & 0x7FFFFFFF)
