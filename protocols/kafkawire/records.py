@@ -433,12 +433,7 @@ def _uniform_run(
 
 
 def _alike(
-    body: bytes,
-    p: int,
-    stride: int,
-    layout: tuple[int, int, int, int],
-    count: int,
-    first_delta: int,
+    body: bytes, p: int, stride: int, layout: _Layout, count: int, first_delta: int
 ) -> tuple[int, list[bytes]]:
     """``_uniform_run`` within the first ``count`` records from ``p`` (all in ``body``)."""
     timestamp_at, delta_at, key_at, value_at = layout
