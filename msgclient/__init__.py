@@ -10,15 +10,17 @@ from msgclient.auth import (
 )
 from msgclient.client import Client
 from msgclient.consumer import Consumer, ConsumerStats
-from msgclient.core.cluster_failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
-from msgclient.core.compression import CompressionType
-from msgclient.core.crypto_key_reader import (
+from msgclient.core.network.cluster_failover import (
+    AutoClusterFailover,
+    ServiceInfo,
+    ServiceInfoProvider,
+)
+from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,
     EncryptionKeyInfo,
     FileCryptoKeyReader,
 )
-from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.errors import (
     AlreadyClosedError,
     AuthenticationError,
@@ -56,6 +58,7 @@ from msgclient.options import (
     BatchingType,
     BatchReceivePolicy,
     ClientOptions,
+    CompressionType,
     ConsumerCryptoFailureAction,
     ConsumerOptions,
     ConsumerType,
@@ -71,6 +74,7 @@ from msgclient.options import (
 )
 from msgclient.producer import Producer
 from msgclient.reader import Reader
+from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
 
 __all__ = [
     "AlreadyClosedError",

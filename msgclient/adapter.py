@@ -14,9 +14,9 @@ from typing import Any
 
 import attrs
 
-from msgclient.core.ack_grouping_tracker import AckBatch
-from msgclient.core.pending_queue import OpSend
-from msgclient.core.routing import Router, make_router
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.core.send.pending_queue import OpSend
+from msgclient.core.send.routing import Router, make_router
 from msgclient.errors import MsgClientError, UnknownProtocolError
 from msgclient.message import Message, MessageId
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions

@@ -25,7 +25,11 @@ from msgclient import producer as async_producer
 from msgclient import reader as async_reader
 from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
-from msgclient.core.cluster_failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
+from msgclient.core.network.cluster_failover import (
+    AutoClusterFailover,
+    ServiceInfo,
+    ServiceInfoProvider,
+)
 from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
 from msgclient.message import Message, MessageId, SendCallback
 from msgclient.options import InitialPosition

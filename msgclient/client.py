@@ -20,20 +20,20 @@ from msgclient.adapter import (
 )
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
-from msgclient.core.backoff import Backoff, RetrySignal
-from msgclient.core.cluster_failover import (
+from msgclient.core.network.backoff import Backoff, RetrySignal
+from msgclient.core.network.cluster_failover import (
     AutoClusterFailover,
     ClusterFailover,
     ServiceInfo,
     ServiceInfoProvider,
     SwitchableBackend,
 )
-from msgclient.core.crypto_key_reader import CryptoKeyReader
-from msgclient.core.dead_letters import DeadLetterRouter
-from msgclient.core.limits import Limit
-from msgclient.core.partition_consumer import PartitionConsumer
-from msgclient.core.partition_producer import PartitionProducer
-from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.core.receive.dead_letters import DeadLetterRouter
+from msgclient.core.receive.partition_consumer import PartitionConsumer
+from msgclient.core.receive.receive_queue import ReceiveQueue
+from msgclient.core.send.limits import Limit
+from msgclient.core.send.partition_producer import PartitionProducer
+from msgclient.crypto_key_reader import CryptoKeyReader
 from msgclient.errors import (
     AlreadyClosedError,
     InvalidConfigurationError,

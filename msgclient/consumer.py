@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Mapping
 import attrs
 
 from msgclient.closing import AsyncClosing
-from msgclient.core.message_listener import MessageListenerRunner
-from msgclient.core.partition_consumer import PartitionConsumer
-from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.core.receive.message_listener import MessageListenerRunner
+from msgclient.core.receive.partition_consumer import PartitionConsumer
+from msgclient.core.receive.receive_queue import ReceiveQueue
 from msgclient.errors import (
     AlreadyClosedError,
     InvalidConfigurationError,

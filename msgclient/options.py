@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from msgclient.auth import Authentication
-from msgclient.core.compression import CompressionType
-from msgclient.core.crypto_key_reader import CryptoKeyReader
-from msgclient.core.message_listener import MessageListener
-from msgclient.core.redelivery_backoff import RedeliveryBackoff
+from msgclient.core.receive.message_listener import MessageListener
+from msgclient.crypto_key_reader import CryptoKeyReader
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
+from msgclient.redelivery_backoff import RedeliveryBackoff
 from msgclient.schema_info import SchemaInfo
 from msgclient.validators import (
     check,
@@ -40,6 +39,18 @@ from msgclient.validators import (
 
 if TYPE_CHECKING:
     from msgclient.message import OutgoingMessage
+
+
+class CompressionType(enum.Enum):
+    """Values of ``CompressionType`` in PulsarApi.proto (``MessageMetadata.compression``),
+    and GZIP, which only Kafka has (as Kafka has no ZLIB)."""
+
+    NONE = 0
+    LZ4 = 1
+    ZLIB = 2
+    ZSTD = 3
+    SNAPPY = 4
+    GZIP = 5
 
 
 class PartitionsRoutingMode(enum.Enum):
@@ -493,7 +504,7 @@ class ConsumerOptions:
         default=None, validator=optional_instance(KeySharedPolicy)
     )
     # listener(consumer, message), a function or a coroutine function, called on the event
-    # loop for every message instead of receive() (msgclient/core/message_listener.py).
+    # loop for every message instead of receive() (msgclient/core/receive/message_listener.py).
     message_listener: MessageListener | None = attrs.field(
         default=None, validator=optional_callable
     )

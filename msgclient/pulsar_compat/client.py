@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from msgclient import blocking
 from msgclient import options as core
-from msgclient.core import cluster_failover as core_failover
+from msgclient.core.network import cluster_failover as core_failover
 from msgclient.message import Message as CoreMessage
 from msgclient.pulsar_compat.arguments import check_type, check_type_or_none
 from msgclient.pulsar_compat.authentication import Authentication

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from msgclient.core import crypto_key_reader as core
+from msgclient import crypto_key_reader as core
 from msgclient.pulsar_compat.arguments import check_type
 from msgclient.pulsar_compat.enums import CompressionType, from_msgclient
 from protocols.pulsarwire import encryption as wire

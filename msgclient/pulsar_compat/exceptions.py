@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from msgclient import errors
-from msgclient.core import crypto_key_reader
+from msgclient import crypto_key_reader, errors
 from msgclient.pulsar_compat.enums import Result
 
 

@@ -2,14 +2,14 @@
 AutoClusterFailover, as ``Client(service_url=...)`` takes them.
 
 The checks and their ValueError messages are the official client's; underneath are
-msgclient's own (``msgclient.core.cluster_failover``), which probe and switch.
+msgclient's own (``msgclient.core.network.cluster_failover``), which probe and switch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from msgclient.core import cluster_failover as core
+from msgclient.core.network import cluster_failover as core
 from msgclient.pulsar_compat.arguments import check_type, check_type_or_none
 from msgclient.pulsar_compat.authentication import Authentication
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from msgclient import options as core
-from msgclient.core.compression import CompressionType as CoreCompressionType
 from msgclient.message import OutgoingMessage
+from msgclient.options import CompressionType as CoreCompressionType
 from msgclient.pulsar_compat.arguments import check_type, check_type_or_none
 from msgclient.pulsar_compat.encryption import CryptoKeyReader
 from msgclient.pulsar_compat.enums import (

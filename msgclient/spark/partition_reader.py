@@ -33,13 +33,12 @@ from msgclient.spark.planning import PartitionRange
 from msgclient.spark.positions import (
     WHOLE,
     Protocol,
-    PulsarIdBytes,
     PulsarPosition,
     reader_start,
 )
 from msgclient.spark.schema import BatchBuilder
 from protocols.kafkawire.message_id import KafkaMessageId
-from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.message_id import PulsarIdBytes, PulsarMessageId
 
 
 def read_range(options: SourceOptions, part: PartitionRange) -> Iterator[pa.RecordBatch]:

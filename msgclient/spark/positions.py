@@ -96,56 +96,6 @@ def message_key(message_id: MessageId) -> tuple[int, int, int]:
     return (message_id.ledger_id, message_id.entry_id, batch if batch >= 0 else WHOLE)
 
 
-class PulsarIdBytes:
-    """``PulsarMessageId.serialize()`` with the partition index the official client gives
-    (``partition``; -1 for an unpartitioned topic), about 6x faster. The bytes are the
-    MessageIdData protobuf, fields in number order: ledger (1), entry (2), partition (3),
-    then in a batch its index (4) and size (6); the ids of one ledger, of one entry, and
-    the batch fields repeat, so those parts are kept. (Equality with ``serialize()`` is
-    tested.)"""
-
-    def __init__(self, partition: int) -> None:
-        self._partition = b"" if partition < 0 else b"\x18" + _varint(partition)
-        self._ledger = -1
-        self._ledger_bytes = b""
-        self._entry: tuple[int, int] = (-1, -1)
-        self._prefix = b""
-        self._batch_fields: dict[tuple[int, int], bytes] = {}
-
-    def __call__(self, message_id: PulsarMessageId) -> bytes:
-        entry = (message_id.ledger_id, message_id.entry_id)
-        if entry != self._entry:
-            if entry[0] != self._ledger:
-                self._ledger, self._ledger_bytes = entry[0], b"\x08" + _varint(entry[0])
-            self._entry = entry
-            self._prefix = self._ledger_bytes + b"\x10" + _varint(entry[1]) + self._partition
-        batch = (message_id.batch_index, message_id.batch_size)
-        if batch == (-1, 0):  # unbatched
-            return self._prefix
-        fields = self._batch_fields.get(batch)
-        if fields is None:
-            if len(self._batch_fields) > 100_000:
-                self._batch_fields.clear()
-            fields = b"\x20" + _varint(batch[0]) if batch[0] >= 0 else b""
-            if batch[1] > 0:
-                fields += b"\x30" + _varint(batch[1])
-            self._batch_fields[batch] = fields
-        return self._prefix + fields
-
-
-def _varint(value: int) -> bytes:
-    """Protobuf's base-128 varint of a uint64 (negative values as two's complement)."""
-    if 0 <= value < 0x4000:  # entry ids, batch indexes and sizes: the common cases
-        return bytes((value,)) if value < 0x80 else bytes((value & 0x7F | 0x80, value >> 7))
-    value &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 # -- JSON ------------------------------------------------------------------------------
 
 

@@ -23,10 +23,10 @@ from msgclient.adapter import (
     ProducerTransport,
     ProtocolBackend,
 )
-from msgclient.core.connection import open_connection
-from msgclient.core.connection_pool import ConnectionPool
-from msgclient.core.routing import Router
-from msgclient.core.tls import client_ssl_context
+from msgclient.core.network.connection import open_connection
+from msgclient.core.network.connection_pool import ConnectionPool
+from msgclient.core.network.tls import client_ssl_context
+from msgclient.core.send.routing import Router
 from msgclient.errors import (
     AuthenticationError,
     ConnectError,

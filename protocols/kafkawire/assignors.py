@@ -25,7 +25,7 @@ from typing import Protocol
 
 import attrs
 
-from msgclient.core.hashing import java_string_hash
+from msgclient.core.send.hashing import java_string_hash
 from msgclient.errors import InvalidConfigurationError, MalformedFrameError
 
 TopicPartition = tuple[str, int]

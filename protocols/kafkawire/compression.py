@@ -20,14 +20,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from msgclient.core.compression import (
-    BytesLike,
-    CompressionType,
-    corrupt_payload,
-    missing_package,
-    zstd_decompressor,
-)
 from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.options import CompressionType
+from protocols.codecs import BytesLike, corrupt_payload, missing_package, zstd_decompressor
 
 __all__ = ["KAFKA_CODEC_IDS", "KafkaCodec", "get_kafka_codec"]
 

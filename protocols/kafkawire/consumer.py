@@ -24,8 +24,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.ack_grouping_tracker import AckBatch
-from msgclient.core.offset_tracker import OffsetTracker
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
 from msgclient.errors import MsgClientError, NotSupportedError
 from msgclient.message import Message, MessageId
 from msgclient.options import ConsumerOptions, InitialPosition, SubscriptionMode
@@ -38,6 +37,7 @@ from protocols.kafkawire.fetcher import (
 )
 from protocols.kafkawire.group import GroupMembership
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.offset_tracker import OffsetTracker
 from protocols.kafkawire.record_run import RecordRun
 
 if TYPE_CHECKING:

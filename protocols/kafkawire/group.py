@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka.protocol.consumer import JoinGroupRequest
 
-from msgclient.core.registration import is_retriable
+from msgclient.core.network.registration import is_retriable
 from msgclient.errors import (
     AlreadyClosedError,
     BrokerError,

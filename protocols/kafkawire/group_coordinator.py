@@ -15,8 +15,8 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from msgclient.core.backoff import Backoff
-from msgclient.core.registration import is_retriable
+from msgclient.core.network.backoff import Backoff
+from msgclient.core.network.registration import is_retriable
 from msgclient.errors import (
     AlreadyClosedError,
     ConnectError,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from kafka.protocol.metadata import MetadataRequest
 
-from msgclient.core.lookup import BrokerAddress, LookupService
+from msgclient.core.network.lookup import BrokerAddress, LookupService
 from msgclient.errors import ConnectError, MsgClientError, TopicLookupError
 from protocols.kafkawire import errors
 from protocols.kafkawire.session import KafkaConnection

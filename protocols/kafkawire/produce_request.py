@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from protocols.kafkawire.records import uvarint
+from protocols.varint import uvarint
 
 __all__ = ["MAX_PRODUCE_VERSION", "MIN_PRODUCE_VERSION", "encode_produce_request"]
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.producer import InitProducerIdRequest
 
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.pending_queue import OpSend
-from msgclient.core.sender import NodeSender, ReadyBatch
+from msgclient.core.network.sender import NodeSender, ReadyBatch
+from msgclient.core.send.pending_queue import OpSend
 from msgclient.errors import ConnectionClosedError, MessageEncodingError, MsgClientError
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 import google_crc32c
 
-from msgclient.core.compression import CompressionType
 from msgclient.errors import (
     ChecksumMismatchError,
     InvalidConfigurationError,
@@ -33,6 +32,7 @@ from msgclient.errors import (
     MessageEncodingError,
 )
 from msgclient.message import Message, OutgoingMessage
+from msgclient.options import CompressionType
 from protocols.columns import (
     column,
     common_prefix,
@@ -45,8 +45,9 @@ from protocols.columns import (
 from protocols.kafkawire.compression import KAFKA_CODEC_IDS, get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.record_run import RecordRun
+from protocols.varint import uvarint
 
-__all__ = ["decode_record_batches", "encode_record_batch", "uvarint", "with_producer_state"]
+__all__ = ["decode_record_batches", "encode_record_batch", "with_producer_state"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_SIZE = _HEADER.size  # 61
@@ -81,16 +82,6 @@ def _varint(n: int) -> bytes:
 def _zigzag(n: int) -> int:
     """A signed int as Kafka's varints hold it: 0, -1, 1, -2, ... as 0, 1, 2, 3, ..."""
     return n << 1 if n >= 0 else (~n << 1) | 1
-
-
-def uvarint(value: int) -> bytes:
-    """An unsigned varint (the lengths of flexible request versions use it unzigzagged)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _offset_delta_varints(count: int) -> list[bytes]:

@@ -15,7 +15,7 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from msgclient.core.connection import Connection
+from msgclient.core.network.connection import Connection
 from msgclient.errors import ConnectionClosedError, MalformedFrameError
 from protocols.kafkawire.api import ApiVersionTable
 from protocols.kafkawire.framing import (

@@ -16,9 +16,9 @@ from msgclient.adapter import (
     ProtocolBackend,
 )
 from msgclient.auth import Authentication
-from msgclient.core.connection import open_connection
-from msgclient.core.connection_pool import ConnectionPool
-from msgclient.core.tls import client_ssl_context
+from msgclient.core.network.connection import open_connection
+from msgclient.core.network.connection_pool import ConnectionPool
+from msgclient.core.network.tls import client_ssl_context
 from msgclient.errors import (
     AuthenticationError,
     ConnectError,
@@ -89,7 +89,7 @@ class PulsarBackend(ProtocolBackend):
             for host, port in url.with_default_port(DEFAULT_PORTS[url.scheme])
         ]
 
-    # -- cluster failover (msgclient.core.cluster_failover.SwitchableBackend) -------------
+    # -- cluster failover (msgclient.core.network.cluster_failover.SwitchableBackend) -------------
 
     def serves(self, url: ServiceUrl) -> bool:
         return url.scheme in DEFAULT_PORTS

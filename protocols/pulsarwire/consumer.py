@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.ack_grouping_tracker import AckBatch
-from msgclient.core.crypto_key_reader import CryptoError
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.crypto_key_reader import CryptoError
 from msgclient.errors import (
     BrokerError,
     ChecksumMismatchError,

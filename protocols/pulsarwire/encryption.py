@@ -5,7 +5,7 @@ wrapped data key, the reader's metadata) and the IV in ``encryption_param``; its
 is the AES-GCM ciphertext + tag of the (compressed) payload. ``encryption_algo`` is left
 unset, as the official clients leave it. The producer also says ``encrypted`` in its
 PRODUCER command (the broker may require it). The cryptography is in
-msgclient/core/message_crypto.py.
+protocols/pulsarwire/message_crypto.py.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from msgclient.core.compression import CompressionType
-from msgclient.core.crypto_key_reader import CryptoError, CryptoKeyReader, EncryptionKey
+from msgclient.crypto_key_reader import CryptoError, CryptoKeyReader, EncryptionKey
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import Message, MessageId
+from msgclient.options import CompressionType
 from protocols.pulsarwire.framing import Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
-    from msgclient.core.message_crypto import MessageDecryptor, MessageEncryptor
+    from protocols.pulsarwire.message_crypto import MessageDecryptor, MessageEncryptor
 
 
 def make_encryptor(key_names: Sequence[str], reader: CryptoKeyReader) -> MessageEncryptor:
@@ -33,7 +33,7 @@ def make_encryptor(key_names: Sequence[str], reader: CryptoKeyReader) -> Message
     a key that cannot be read or used fails the producer's creation (CryptoError), as in
     the Java client, not each send."""
     _require_cryptography()
-    from msgclient.core.message_crypto import MessageEncryptor
+    from protocols.pulsarwire.message_crypto import MessageEncryptor
 
     encryptor = MessageEncryptor(key_names, reader)
     encryptor.renew_data_key()
@@ -42,7 +42,7 @@ def make_encryptor(key_names: Sequence[str], reader: CryptoKeyReader) -> Message
 
 def make_decryptor(reader: CryptoKeyReader) -> MessageDecryptor:
     _require_cryptography()
-    from msgclient.core.message_crypto import MessageDecryptor
+    from protocols.pulsarwire.message_crypto import MessageDecryptor
 
     return MessageDecryptor(reader)
 

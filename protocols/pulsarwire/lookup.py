@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import cast
 
-from msgclient.core.connection_pool import ConnectionPool
-from msgclient.core.lookup import BrokerAddress, LookupService
+from msgclient.core.network.connection_pool import ConnectionPool
+from msgclient.core.network.lookup import BrokerAddress, LookupService
 from msgclient.errors import TopicLookupError
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.session import PulsarSession

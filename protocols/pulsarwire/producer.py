@@ -7,11 +7,11 @@ import logging
 from typing import TYPE_CHECKING, cast
 
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.compression import CompressionType, get_codec
-from msgclient.core.pending_queue import OpSend
+from msgclient.core.send.pending_queue import OpSend
 from msgclient.errors import ConnectionClosedError, MessageTooBigError, OperationTimeoutError
 from msgclient.message import MessageId
-from msgclient.options import ProducerOptions
+from msgclient.options import CompressionType, ProducerOptions
+from protocols.pulsarwire.compression import get_codec
 from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
 from protocols.pulsarwire.message_id import PulsarMessageId

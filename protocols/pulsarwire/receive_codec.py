@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
-from msgclient.core.compression import CompressionType, get_codec
 from msgclient.errors import MalformedFrameError
 from msgclient.message import Message
+from msgclient.options import CompressionType
 from protocols.columns import (
     consecutive_varint_columns,
     valid_varints,
@@ -23,13 +23,14 @@ from protocols.columns import (
     varints,
 )
 from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
+from protocols.pulsarwire.compression import get_codec
 from protocols.pulsarwire.encryption import decrypt_entry
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
-    from msgclient.core.message_crypto import MessageDecryptor
+    from protocols.pulsarwire.message_crypto import MessageDecryptor
 
 _U32 = struct.Struct(">I")
 # The smallest batch record: a u32 metadata size and the 2-byte payload_size field.

@@ -14,19 +14,20 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from msgclient.core.compression import Codec, CompressionType
-from msgclient.core.pending_queue import OpSend
-from msgclient.core.routing import pulsar_key
+from msgclient.core.send.pending_queue import OpSend
+from msgclient.core.send.routing import pulsar_key
 from msgclient.message import OutgoingMessage
+from msgclient.options import CompressionType
+from protocols.pulsarwire.compression import Codec
 from protocols.pulsarwire.encryption import encrypt_entry
 from protocols.pulsarwire.framing import encode_payload_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.varint import uvarint
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
-    from msgclient.core.message_crypto import MessageEncryptor
+    from protocols.pulsarwire.message_crypto import MessageEncryptor
 
 _U32 = struct.Struct(">I").pack
-_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 # SingleMessageMetadata field tags: (field number << 3) | wire type
 _PROPERTIES = b"\x0a"  # 1, length-delimited KeyValue
@@ -40,24 +41,8 @@ _NULL_VALUE = b"\x48\x01"  # 9, bool true: the producer sent None
 _KV_KEY, _KV_VALUE = b"\x0a", b"\x12"  # KeyValue fields 1 and 2
 
 
-def varint(n: int) -> bytes:
-    """Protobuf base-128 varint of a non-negative int."""
-    if n < 0x80:
-        return _SMALL_VARINTS[n]
-    if n < 0x4000:
-        return bytes(((n & 0x7F) | 0x80, n >> 7))
-    if n < 0x200000:
-        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _length_delimited(tag: bytes, data: bytes) -> bytes:
-    return tag + varint(len(data)) + data
+    return tag + uvarint(len(data)) + data
 
 
 def encode_properties(properties: Mapping[str, str]) -> bytes:
@@ -72,7 +57,7 @@ def encode_properties(properties: Mapping[str, str]) -> bytes:
 
 def single_message_metadata(message: OutgoingMessage) -> bytes:
     """The serialized SingleMessageMetadata of one message in a batch (fields in order)."""
-    sequence = _SEQUENCE_ID + varint(message.sequence_id)  # type: ignore[arg-type]
+    sequence = _SEQUENCE_ID + uvarint(message.sequence_id)  # type: ignore[arg-type]
     if (
         message.properties is None
         and message.partition_key is None
@@ -80,7 +65,7 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
         and message.ordering_key is None
         and not message.null_value
     ):
-        return _PAYLOAD_SIZE + varint(len(message.value)) + sequence
+        return _PAYLOAD_SIZE + uvarint(len(message.value)) + sequence
     parts = []
     if message.properties:
         parts.append(encode_properties(message.properties))
@@ -89,9 +74,9 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
         parts.append(_length_delimited(_PARTITION_KEY, base64.b64encode(key)))
     elif key is not None:
         parts.append(_length_delimited(_PARTITION_KEY, key.encode()))
-    parts.append(_PAYLOAD_SIZE + varint(len(message.value)))
+    parts.append(_PAYLOAD_SIZE + uvarint(len(message.value)))
     if message.event_timestamp is not None:
-        parts.append(_EVENT_TIME + varint(message.event_timestamp))
+        parts.append(_EVENT_TIME + uvarint(message.event_timestamp))
     if type(key) is bytes:
         parts.append(_KEY_B64_ENCODED)
     if message.ordering_key is not None:
@@ -116,9 +101,9 @@ def batch_payload(messages: list[OutgoingMessage]) -> bytes:
             # Inlined plain case of single_message_metadata: most messages take it.
             metadata = (
                 _PAYLOAD_SIZE
-                + varint(len(message.value))
+                + uvarint(len(message.value))
                 + _SEQUENCE_ID
-                + varint(message.sequence_id)  # type: ignore[arg-type]
+                + uvarint(message.sequence_id)  # type: ignore[arg-type]
             )
         else:
             metadata = single_message_metadata(message)

@@ -13,8 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from msgclient.core.connection import Connection
-from msgclient.core.sender import NodeSender, ReadyBatch
+from msgclient.core.network.connection import Connection
+from msgclient.core.network.sender import NodeSender, ReadyBatch
 from msgclient.errors import (
     AuthenticationError,
     BrokerError,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from msgclient.core.hashing import murmur3_32_hash
+from msgclient.core.send.hashing import murmur3_32_hash
 from tests.compat.conftest import RECEIVE_MS
 
 KEYS = [f"key-{i}" for i in range(60)]

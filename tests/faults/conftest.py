@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
-from msgclient.core.connection import Connection
+from msgclient.core.network.connection import Connection
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from msgclient.embedded._process import LOOPBACK, free_loopback_port
 from msgclient.errors import ConnectionClosedError

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import msgclient
-from msgclient.core.connection import Connection
+from msgclient.core.network.connection import Connection
 from tests.faults.conftest import (
     LATE_S,
     TIMEOUT,

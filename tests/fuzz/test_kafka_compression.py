@@ -12,8 +12,8 @@ import struct
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.compression import CompressionType
 from msgclient.errors import ProtocolError
+from msgclient.options import CompressionType
 from protocols.kafkawire.compression import KAFKA_CODEC_IDS, get_kafka_codec
 from tests.fuzz.strategies import (
     KIB,

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.compression import CompressionType
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import Message, OutgoingMessage
+from msgclient.options import CompressionType
 from protocols.kafkawire.compression import get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.record_run import RecordRun

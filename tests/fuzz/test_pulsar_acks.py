@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
 from msgclient.errors import ProtocolError
 from protocols.pulsarwire.acks import (
     CUMULATIVE,

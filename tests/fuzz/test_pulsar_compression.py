@@ -1,4 +1,4 @@
-"""Pulsar payload codecs (msgclient/core/compression.py): decompress(data, declared size).
+"""Pulsar payload codecs (protocols/pulsarwire/compression.py): decompress(data, declared size).
 
 Round trips under every codec; random, mutated and bomb payloads with any declared size
 give only ProtocolError, and output of exactly the declared size, in memory bounded by it.
@@ -9,8 +9,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType, get_codec
 from msgclient.errors import ProtocolError
+from msgclient.options import CompressionType
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES, get_codec
 from tests.fuzz.strategies import (
     KIB,
     MIB,

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType, get_codec
-from msgclient.core.pending_queue import OpSend
-from msgclient.core.routing import pulsar_key
+from msgclient.core.send.pending_queue import OpSend
+from msgclient.core.send.routing import pulsar_key
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import Message, OutgoingMessage
+from msgclient.options import CompressionType
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES, get_codec
 from protocols.pulsarwire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     Frame,

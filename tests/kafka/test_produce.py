@@ -10,7 +10,7 @@ from kafka.partitioner.default import murmur2
 from kafka.protocol.producer import ProduceRequest
 
 import msgclient
-from msgclient.core.connection import Connection
+from msgclient.core.network.connection import Connection
 from msgclient.embedded import KafkaBroker
 from protocols.kafkawire.message_id import KafkaMessageId
 from tests.kafka.helpers import create_topic, read

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import msgclient
-from msgclient.core.crypto_key_reader import CryptoKeyReader, EncryptionKeyInfo
+from msgclient.crypto_key_reader import CryptoKeyReader, EncryptionKeyInfo
 from msgclient.embedded import KafkaBroker
 from msgclient.errors import NotSupportedError
 from msgclient.schema_info import SchemaInfo, SchemaType

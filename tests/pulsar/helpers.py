@@ -19,7 +19,7 @@ import pulsar
 import pytest
 
 import msgclient
-from msgclient.core.connection import Connection
+from msgclient.core.network.connection import Connection
 from protocols.pulsarwire.framing import FrameDecoder
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb

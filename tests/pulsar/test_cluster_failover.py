@@ -17,9 +17,9 @@ import pytest
 
 import msgclient
 from msgclient import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
-from msgclient.core.cluster_failover import ClusterFailover
-from msgclient.core.connection import Connection
-from msgclient.core.connection_pool import ConnectionPool
+from msgclient.core.network.cluster_failover import ClusterFailover
+from msgclient.core.network.connection import Connection
+from msgclient.core.network.connection_pool import ConnectionPool
 from msgclient.embedded import PulsarBroker
 from msgclient.errors import ConnectionClosedError
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb

@@ -18,9 +18,9 @@ import pulsar
 import pytest
 
 import msgclient
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES
 from msgclient.embedded import PulsarBroker
 from protocols.pulsarwire import consumer as pulsarwire_consumer
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES
 from protocols.pulsarwire.framing import Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.receive_codec import decode_entry

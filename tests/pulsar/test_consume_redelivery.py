@@ -21,7 +21,12 @@ import pytest
 
 import msgclient
 from msgclient.adapter import ConsumerEvents
-from msgclient.core.dead_letters import DELAY_TIME, ORIGIN_MESSAGE_ID, REAL_TOPIC, RECONSUME_TIMES
+from msgclient.core.receive.dead_letters import (
+    DELAY_TIME,
+    ORIGIN_MESSAGE_ID,
+    REAL_TOPIC,
+    RECONSUME_TIMES,
+)
 from msgclient.embedded import PulsarBroker
 from msgclient.options import ClientOptions, ConsumerOptions
 from msgclient.url import parse_service_url

@@ -21,18 +21,18 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 import msgclient
-from msgclient.core import message_crypto
-from msgclient.core.compression import get_codec
-from msgclient.core.crypto_key_reader import (
+from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,
     EncryptionKeyInfo,
     FileCryptoKeyReader,
 )
-from msgclient.core.message_crypto import load_private_key, unseal, unwrap_data_key
 from msgclient.embedded import PulsarBroker
 from msgclient.options import ConsumerCryptoFailureAction
+from protocols.pulsarwire import message_crypto
+from protocols.pulsarwire.compression import get_codec
 from protocols.pulsarwire.encryption import UndecryptedMessage
+from protocols.pulsarwire.message_crypto import load_private_key, unseal, unwrap_data_key
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from tests.pulsar.consume_helpers import drain, receive_n
 from tests.pulsar.helpers import (

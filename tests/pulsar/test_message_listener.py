@@ -109,7 +109,7 @@ async def test_failing_listener_is_logged_and_its_message_redelivered(
         handle(consumer, message)
 
     listener: Any = handle if kind == "function" else coroutine
-    caplog.set_level(logging.ERROR, logger="msgclient.core.message_listener")
+    caplog.set_level(logging.ERROR, logger="msgclient.core.receive.message_listener")
     async with msgclient.Client(pulsar_broker.service_url) as client:
         await client.subscribe(
             topic,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import msgclient
-from msgclient.core.partition_producer import PartitionProducer
+from msgclient.core.send.partition_producer import PartitionProducer
 from msgclient.embedded import PulsarBroker
 from tests.pulsar.helpers import official_client, receive, settle, subscribe, within
 

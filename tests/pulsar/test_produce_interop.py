@@ -13,11 +13,11 @@ import pulsar
 import pytest
 
 import msgclient
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES
-from msgclient.core.connection import Connection
-from msgclient.core.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
+from msgclient.core.network.connection import Connection
+from msgclient.core.send.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
 from msgclient.embedded import PulsarBroker
 from msgclient.message import OutgoingMessage
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES
 from tests.pulsar.helpers import (
     assert_nothing_more,
     assert_same_id,

@@ -13,7 +13,6 @@ from msgclient.spark.planning import PartitionRange, slice_ranges, split
 from msgclient.spark.positions import (
     PULSAR_EARLIEST,
     Protocol,
-    PulsarIdBytes,
     PulsarPosition,
     advance,
     covers,
@@ -26,7 +25,7 @@ from msgclient.spark.positions import (
 )
 from msgclient.spark.source import StreamReader
 from protocols.kafkawire.message_id import KafkaMessageId
-from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.message_id import PulsarIdBytes, PulsarMessageId
 
 TP = [TopicPartition("t", i) for i in range(4)]
 

@@ -14,8 +14,9 @@ import lz4.block
 import pytest
 import zstandard
 
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType, get_codec
 from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.options import CompressionType
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES, get_codec
 
 ALL = list(PULSAR_COMPRESSION_TYPES)
 COMPRESSED = [kind for kind in ALL if kind is not CompressionType.NONE]

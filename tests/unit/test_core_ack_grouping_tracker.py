@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from msgclient.core.ack_grouping_tracker import AckBatch, AcknowledgmentsGroupingTracker
+from msgclient.core.receive.ack_grouping_tracker import AckBatch, AcknowledgmentsGroupingTracker
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import MessageId
 from protocols.pulsarwire.message_id import PulsarMessageId

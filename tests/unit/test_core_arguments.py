@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import msgclient
-from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.core.receive.receive_queue import ReceiveQueue
 from msgclient.options import ConsumerOptions
 from protocols.kafkawire.message_id import KafkaMessageId
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from msgclient.core.backoff import Backoff, RetrySignal
+from msgclient.core.network.backoff import Backoff, RetrySignal
 
 
 class FixedRandom(random.Random):

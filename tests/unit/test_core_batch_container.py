@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from msgclient.core.batch_container import (
+from msgclient.core.send.batch_container import (
     ADDED,
     ADDED_FULL,
     NO_SPACE,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from msgclient.core.connection import Connection, open_connection
+from msgclient.core.network.connection import Connection, open_connection
 from msgclient.errors import (
     ConnectError,
     ConnectionClosedError,
@@ -340,7 +340,7 @@ async def test_protocol_error_aborts_only_that_connection(
     broken = await connect()
     healthy = await connect()
     pending = request(broken, "silence")
-    caplog.set_level(logging.WARNING, logger="msgclient.core.connection")
+    caplog.set_level(logging.WARNING, logger="msgclient.core.network.connection")
     trigger = request(broken, "garbage")
     with pytest.raises(ConnectionClosedError) as caught:
         async with asyncio.timeout(WAIT):
@@ -388,7 +388,7 @@ async def test_stream_ending_inside_a_frame_fails_with_a_truncation_cause(
     connect: Connect, caplog: pytest.LogCaptureFixture
 ) -> None:
     connection = await connect()
-    caplog.set_level(logging.WARNING, logger="msgclient.core.connection")
+    caplog.set_level(logging.WARNING, logger="msgclient.core.network.connection")
     with pytest.raises(ConnectionClosedError) as caught:
         async with asyncio.timeout(WAIT):
             await request(connection, "truncate")

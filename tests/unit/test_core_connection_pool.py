@@ -8,9 +8,9 @@ from typing import Any, cast
 
 import pytest
 
-from msgclient.core import connection_pool
-from msgclient.core.connection import Connection
-from msgclient.core.connection_pool import ConnectionPool
+from msgclient.core.network import connection_pool
+from msgclient.core.network.connection import Connection
+from msgclient.core.network.connection_pool import ConnectionPool
 from msgclient.errors import AlreadyClosedError, ConnectError, ConnectionClosedError
 
 WAIT = 1.0

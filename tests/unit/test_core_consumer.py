@@ -10,11 +10,11 @@ import pytest
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
 from msgclient.consumer import Consumer
-from msgclient.core.ack_grouping_tracker import AckBatch
-from msgclient.core.backoff import Backoff
-from msgclient.core.dead_letters import ORIGIN_MESSAGE_ID, REAL_TOPIC, DeadLetterRouter
-from msgclient.core.partition_consumer import PartitionConsumer
-from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.core.network.backoff import Backoff
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.core.receive.dead_letters import ORIGIN_MESSAGE_ID, REAL_TOPIC, DeadLetterRouter
+from msgclient.core.receive.partition_consumer import PartitionConsumer
+from msgclient.core.receive.receive_queue import ReceiveQueue
 from msgclient.errors import (
     AlreadyClosedError,
     ConnectionClosedError,

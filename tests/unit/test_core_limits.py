@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from msgclient.core.limits import Limit
+from msgclient.core.send.limits import Limit
 
 WAIT = 1.0  # seconds: no wait in these tests should come close
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from msgclient.core.lookup import BrokerAddress, LookupService
+from msgclient.core.network.lookup import BrokerAddress, LookupService
 from msgclient.errors import TopicLookupError
 
 WAIT = 1.0

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from msgclient.core.negative_acks_tracker import (
+from msgclient.core.receive.negative_acks_tracker import (
     DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY,
     MIN_NACK_DELAY,
     NegativeAcksTracker,
 )
-from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
 from msgclient.errors import InvalidConfigurationError
+from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
 from tests.unit.fakes import EntryId, FakeScheduler, Redeliveries
 
 

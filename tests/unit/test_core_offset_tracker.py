@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from msgclient.core.offset_tracker import OffsetTracker
+from protocols.kafkawire.offset_tracker import OffsetTracker
 
 
 def delivered(tracker: OffsetTracker, *offsets: int) -> None:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from msgclient import Client
-from msgclient.core.compression import CompressionType
 from msgclient.errors import InvalidConfigurationError
 from msgclient.options import (
     BatchingType,
     ClientOptions,
+    CompressionType,
     HashingScheme,
     PartitionsRoutingMode,
     ProducerOptions,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from msgclient.core.pending_queue import OpSend, PendingQueue
+from msgclient.core.send.pending_queue import OpSend, PendingQueue
 from msgclient.message import OutgoingMessage
 
 SEND_TIMEOUT = 0.05

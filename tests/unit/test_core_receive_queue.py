@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from msgclient.core.receive_queue import FlowWindow, ReceiveQueue
+from msgclient.core.receive.receive_queue import FlowWindow, ReceiveQueue
 
 
 class Broker:

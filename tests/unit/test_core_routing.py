@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from msgclient.core import routing
-from msgclient.core.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
-from msgclient.core.routing import make_router
+from msgclient.core.send import routing
+from msgclient.core.send.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
+from msgclient.core.send.routing import make_router
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import OutgoingMessage
 from msgclient.options import HashingScheme, PartitionsRoutingMode, ProducerOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from msgclient.core.sender import NodeSender, ReadyBatch
+from msgclient.core.network.sender import NodeSender, ReadyBatch
 
 
 class Batch(ReadyBatch):

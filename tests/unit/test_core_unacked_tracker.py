@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from msgclient.core.redelivery_backoff import MultiplierRedeliveryBackoff
-from msgclient.core.unacked_tracker import UnAckedMessageTracker
+from msgclient.core.receive.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import InvalidConfigurationError
+from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
 from tests.unit.fakes import EntryId, FakeScheduler, Redeliveries
 
 ACK_TIMEOUT = 2.0

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from msgclient.core.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
+from msgclient.core.send.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
 
 
 def reference_hash_code(key: str) -> int:

@@ -15,15 +15,26 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from msgclient.core.compression import CompressionType, get_codec
-from msgclient.core.crypto_key_reader import (
+from msgclient.core.send.pending_queue import OpSend
+from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,
     EncryptionKey,
     EncryptionKeyInfo,
     FileCryptoKeyReader,
 )
-from msgclient.core.message_crypto import (
+from msgclient.errors import InvalidConfigurationError
+from msgclient.message import OutgoingMessage
+from msgclient.options import (
+    CompressionType,
+    ConsumerCryptoFailureAction,
+    ConsumerOptions,
+    ProducerOptions,
+)
+from protocols.pulsarwire.compression import get_codec
+from protocols.pulsarwire.encryption import decrypt_entry, make_decryptor, make_encryptor
+from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
+from protocols.pulsarwire.message_crypto import (
     DATA_KEY_LIFETIME_SECONDS,
     DATA_KEY_SIZE,
     IV_SIZE,
@@ -37,12 +48,6 @@ from msgclient.core.message_crypto import (
     unwrap_data_key,
     wrap_data_key,
 )
-from msgclient.core.pending_queue import OpSend
-from msgclient.errors import InvalidConfigurationError
-from msgclient.message import OutgoingMessage
-from msgclient.options import ConsumerCryptoFailureAction, ConsumerOptions, ProducerOptions
-from protocols.pulsarwire.encryption import decrypt_entry, make_decryptor, make_encryptor
-from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
 from protocols.pulsarwire.send_codec import SendEncoder

@@ -10,12 +10,12 @@ from typing import Any, Protocol
 import pytest
 
 from msgclient.adapter import ConsumerEvents
-from msgclient.core.ack_grouping_tracker import AckBatch
-from msgclient.core.compression import Codec, CompressionType
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
 from msgclient.errors import BrokerError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import Message
 from msgclient.options import (
     ClientOptions,
+    CompressionType,
     ConsumerOptions,
     ConsumerType,
     InitialPosition,
@@ -24,6 +24,7 @@ from msgclient.options import (
 from msgclient.url import parse_service_url
 from protocols.pulsarwire import receive_codec
 from protocols.pulsarwire.adapter import PulsarBackend
+from protocols.pulsarwire.compression import Codec
 from protocols.pulsarwire.consumer import PulsarConsumerTransport
 from protocols.pulsarwire.framing import FrameDecoder, encode_command, encode_payload_command
 from protocols.pulsarwire.message_id import PulsarMessageId

@@ -18,7 +18,7 @@ import pytest
 
 import msgclient
 from msgclient import ConsumerType, KeySharedMode, KeySharedPolicy
-from msgclient.core.hashing import murmur3_32_hash
+from msgclient.core.send.hashing import murmur3_32_hash
 from msgclient.embedded import PulsarBroker
 from tests.pulsar.consume_helpers import assert_no_message, receive_n
 from tests.pulsar.helpers import WireTap

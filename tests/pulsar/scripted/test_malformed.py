@@ -88,7 +88,7 @@ async def test_protocol_error_closes_only_that_connection(
     async with asyncio.timeout(WAIT):
         healthy = await client.create_producer(HEALTHY, batching_enabled=False)
 
-    caplog.set_level(logging.WARNING, logger="msgclient.core.connection")
+    caplog.set_level(logging.WARNING, logger="msgclient.core.network.connection")
     with pytest.raises(ConnectionClosedError) as caught:
         async with asyncio.timeout(WAIT):
             await client.create_producer(BROKEN)

@@ -16,8 +16,8 @@ import lz4.frame
 import pytest
 import zstandard
 
-from msgclient.core.compression import CompressionType
 from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.options import CompressionType
 from protocols.kafkawire.compression import KAFKA_CODEC_IDS, get_kafka_codec
 
 CODECS = list(KAFKA_CODEC_IDS)

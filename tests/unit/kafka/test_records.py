@@ -14,7 +14,6 @@ import cramjam
 import google_crc32c
 import pytest
 
-from msgclient.core.compression import CompressionType
 from msgclient.errors import (
     ChecksumMismatchError,
     InvalidConfigurationError,
@@ -23,6 +22,7 @@ from msgclient.errors import (
     ProtocolError,
 )
 from msgclient.message import Message, OutgoingMessage
+from msgclient.options import CompressionType
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from msgclient.core.ack_grouping_tracker import AckBatch
+from msgclient.core.receive.ack_grouping_tracker import AckBatch
 from protocols.pulsarwire.acks import (
     CUMULATIVE,
     INDIVIDUAL,

@@ -6,11 +6,12 @@ import asyncio
 
 import pytest
 
-from msgclient.core.compression import PULSAR_COMPRESSION_TYPES, CompressionType, get_codec
-from msgclient.core.pending_queue import OpSend
+from msgclient.core.send.pending_queue import OpSend
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import OutgoingMessage
 from msgclient.message_batch import MessageBlock
+from msgclient.options import CompressionType
+from protocols.pulsarwire.compression import PULSAR_COMPRESSION_TYPES, get_codec
 from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb

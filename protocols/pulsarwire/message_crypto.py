@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from msgclient.core.crypto_key_reader import (
+from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,
     EncryptionKey,

@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Callable
 
-from msgclient.core.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
+from msgclient.core.send.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import OutgoingMessage
 from msgclient.options import HashingScheme, PartitionsRoutingMode, ProducerOptions

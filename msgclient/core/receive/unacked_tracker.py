@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.core.timing_wheel import Scheduler, Timeout, TimingWheel, wheel_size_for
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
+from msgclient.redelivery_backoff import RedeliveryBackoff
 
 # ConsumerBuilderImpl.MIN_ACK_TIMEOUT_MILLIS (ackTimeoutMillis defaults to 0: off).
 MIN_ACK_TIMEOUT = 1.0

@@ -10,39 +10,17 @@ is asked for, and a missing one raises ``InvalidConfigurationError`` naming the 
 
 from __future__ import annotations
 
-import enum
 import functools
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.options import CompressionType
+from protocols.codecs import BytesLike, corrupt_payload, missing_package, zstd_decompressor
 
-__all__ = [
-    "PULSAR_COMPRESSION_TYPES",
-    "BytesLike",
-    "Codec",
-    "CompressionType",
-    "corrupt_payload",
-    "get_codec",
-    "missing_package",
-    "zstd_decompressor",
-]
-
-BytesLike: TypeAlias = bytes | bytearray | memoryview
-
-
-class CompressionType(enum.Enum):
-    """Values of ``CompressionType`` in PulsarApi.proto (``MessageMetadata.compression``),
-    and GZIP, which only Kafka has (as Kafka has no ZLIB)."""
-
-    NONE = 0
-    LZ4 = 1
-    ZLIB = 2
-    ZSTD = 3
-    SNAPPY = 4
-    GZIP = 5
+__all__ = ["PULSAR_COMPRESSION_TYPES", "Codec", "get_codec"]
 
 
 class Codec(Protocol):
@@ -78,16 +56,6 @@ def _checked(name: str, out: bytes, uncompressed_size: int) -> bytes:
             f"{name} payload decompressed to {len(out)} bytes, metadata says {uncompressed_size}"
         )
     return out
-
-
-def corrupt_payload(name: str, error: object) -> ProtocolError:
-    return ProtocolError(f"corrupt {name} payload: {error}")
-
-
-def missing_package(name: str, package: str, extra: str) -> InvalidConfigurationError:
-    return InvalidConfigurationError(
-        f"{name} compression needs the {package!r} package: pip install msgclient[{extra}]"
-    )
 
 
 class _NoneCodec:
@@ -187,30 +155,6 @@ class _ZstdCodec:
         except self._error as error:
             raise corrupt_payload("ZSTD", error) from error
         return _checked("ZSTD", out, uncompressed_size)
-
-
-# zstd levels 1 to 19 use windows up to 8 MiB (2**23); a frame may declare up to 2**27 and
-# the decoder reserves what it declares before reading a byte of content. 14 forged bytes
-# would cost 128 MiB, so a frame may declare at most this, or the size it may decode to.
-_ZSTD_WINDOW_FLOOR = 1 << 23
-
-
-def zstd_decompressor(local: threading.local, new: Callable[..., Any], max_size: int) -> Any:
-    """This thread's zstd decompressor for output of at most ``max_size`` bytes: its window
-    is capped at the larger of 8 MiB and ``max_size`` (rounded up to a power of two).
-
-    Decompressors are kept per thread (they must not be shared between threads) and per
-    window cap; reusing one saves ~3 us of context setup per call.
-    """
-    window = max(_ZSTD_WINDOW_FLOOR, 1 << max(0, max_size - 1).bit_length())
-    try:
-        cache: dict[int, Any] = local.decompressors
-    except AttributeError:
-        cache = local.decompressors = {}
-    decompressor = cache.get(window)
-    if decompressor is None:
-        decompressor = cache[window] = new(max_window_size=window)
-    return decompressor
 
 
 def _frame_content_size(zstandard: Any) -> Callable[[BytesLike], int]:

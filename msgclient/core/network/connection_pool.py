@@ -12,7 +12,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Generic
 
-from msgclient.core.connection import Connection, S
+from msgclient.core.network.connection import Connection, S
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError
 
 Connector = Callable[[str, str], Awaitable[Connection[S]]]

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from msgclient.core.backoff import Backoff
+from msgclient.core.network.backoff import Backoff
 from msgclient.errors import (
     BrokerError,
     ConnectError,

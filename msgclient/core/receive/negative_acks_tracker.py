@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from msgclient.core.redelivery_backoff import RedeliveryBackoff
 from msgclient.core.timing_wheel import Scheduler, Timeout, TimingWheel, wheel_size_for
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
+from msgclient.redelivery_backoff import RedeliveryBackoff
 
 # ConsumerConfigurationData.negativeAckRedeliveryDelayMicros: 1 minute.
 DEFAULT_NEGATIVE_ACK_REDELIVERY_DELAY = 60.0

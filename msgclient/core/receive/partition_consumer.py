@@ -13,13 +13,13 @@ import logging
 from collections.abc import Callable, Sequence
 
 from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.ack_grouping_tracker import AcknowledgmentsGroupingTracker
-from msgclient.core.backoff import Backoff
-from msgclient.core.dead_letters import DeadLetterRouter
-from msgclient.core.negative_acks_tracker import NegativeAcksTracker
-from msgclient.core.receive_queue import FlowWindow, ReceiveQueue
-from msgclient.core.registration import reconnect, register_with_retry
-from msgclient.core.unacked_tracker import UnAckedMessageTracker
+from msgclient.core.network.backoff import Backoff
+from msgclient.core.network.registration import reconnect, register_with_retry
+from msgclient.core.receive.ack_grouping_tracker import AcknowledgmentsGroupingTracker
+from msgclient.core.receive.dead_letters import DeadLetterRouter
+from msgclient.core.receive.negative_acks_tracker import NegativeAcksTracker
+from msgclient.core.receive.receive_queue import FlowWindow, ReceiveQueue
+from msgclient.core.receive.unacked_tracker import UnAckedMessageTracker
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import first_and_last_ids

@@ -16,16 +16,16 @@ import logging
 from collections.abc import Callable
 
 from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.backoff import Backoff
-from msgclient.core.batch_container import (
+from msgclient.core.network.backoff import Backoff
+from msgclient.core.network.registration import reconnect, register_with_retry
+from msgclient.core.send.batch_container import (
     ADDED_FULL,
     NO_SPACE,
     BatchMessageContainer,
     KeyBasedBatchMessageContainer,
 )
-from msgclient.core.limits import Limit
-from msgclient.core.pending_queue import OpSend, PendingQueue
-from msgclient.core.registration import reconnect, register_with_retry
+from msgclient.core.send.limits import Limit
+from msgclient.core.send.pending_queue import OpSend, PendingQueue
 from msgclient.errors import (
     AlreadyClosedError,
     MessageEncodingError,

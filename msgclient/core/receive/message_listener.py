@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from msgclient.core.receive_queue import ReceiveQueue
+from msgclient.core.receive.receive_queue import ReceiveQueue
 
 log = logging.getLogger(__name__)
 
