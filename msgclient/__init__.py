@@ -1,7 +1,6 @@
 """msgclient: an asyncio-native client for Apache Pulsar and Apache Kafka."""
 
-__version__ = "0.1.0"
-
+from msgclient._version import __version__
 from msgclient.auth import (
     Authentication,
     AuthenticationOauth2,
@@ -22,6 +21,7 @@ from msgclient.crypto_key_reader import (
     FileCryptoKeyReader,
 )
 from msgclient.errors import (
+    AdapterLoadError,
     AlreadyClosedError,
     AuthenticationError,
     BrokerError,
@@ -77,6 +77,7 @@ from msgclient.reader import Reader
 from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
 
 __all__ = [
+    "AdapterLoadError",
     "AlreadyClosedError",
     "Authentication",
     "AuthenticationError",

@@ -10,29 +10,31 @@ from typing import Any
 
 import attrs
 
-from msgclient.adapter import (
+from msgclient.closing import AsyncClosing
+from msgclient.consumer import Consumer
+from msgclient.contract import (
     ConsumerEvents,
     ConsumerTransport,
     ProducerEvents,
     ProducerTransport,
     ProtocolBackend,
+    Router,
+    SwitchableBackend,
     load_backend,
 )
-from msgclient.closing import AsyncClosing
-from msgclient.consumer import Consumer
 from msgclient.core.network.backoff import Backoff, RetrySignal
 from msgclient.core.network.cluster_failover import (
     AutoClusterFailover,
     ClusterFailover,
     ServiceInfo,
     ServiceInfoProvider,
-    SwitchableBackend,
 )
 from msgclient.core.receive.dead_letters import DeadLetterRouter
 from msgclient.core.receive.partition_consumer import PartitionConsumer
 from msgclient.core.receive.receive_queue import ReceiveQueue
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
+from msgclient.core.send.routing import make_router
 from msgclient.crypto_key_reader import CryptoKeyReader
 from msgclient.errors import (
     AlreadyClosedError,
@@ -79,7 +81,7 @@ class Client(AsyncClosing):
         service = self._initial_service(service_url, options)
         self.service_url = parse_service_url(service.service_url)
         self.options = build(ClientOptions, "client", {**options, **_service_options(service)})
-        self._backend: ProtocolBackend = load_backend(self.service_url, self.options)
+        self._backend: ProtocolBackend[Any] = load_backend(self.service_url, self.options)
         self._memory = Limit(self.options.memory_limit)
         self._producers: set[Producer] = set()
         self._consumers: set[Consumer] = set()
@@ -243,7 +245,7 @@ class Client(AsyncClosing):
             topic,
             producer_options,
             members,
-            self._backend.make_router(producer_options, partitions) if partitions else None,
+            self._router(producer_options, partitions) if partitions else None,
             self._memory,
             close_timeout=send_timeout or self.options.operation_timeout_seconds,
             on_closed=self._producers.discard,
@@ -442,7 +444,7 @@ class Client(AsyncClosing):
         partition: int,
         subscription: str,
         options: ConsumerOptions,
-        context: object | None,
+        context: Any,
     ) -> Callable[[ConsumerEvents], ConsumerTransport]:
         def factory(events: ConsumerEvents) -> ConsumerTransport:
             return self._backend.consumer_transport(
@@ -450,6 +452,10 @@ class Client(AsyncClosing):
             )
 
         return factory
+
+    def _router(self, options: ProducerOptions, partitions: int) -> Router:
+        """The adapter's partitioner (Kafka's), else the core's routing modes."""
+        return self._backend.make_router(options, partitions) or make_router(options, partitions)
 
     def _producer_transport_factory(
         self, topic: str, partition: int, options: ProducerOptions

@@ -29,6 +29,11 @@ class UnknownProtocolError(InvalidServiceUrlError):
     """No installed protocol adapter handles the service URL's scheme."""
 
 
+class AdapterLoadError(MsgClientError, ImportError):
+    """The adapter registered for a URL scheme cannot be imported (a module of the same
+    name shadowing it on sys.path, a broken install); the message names what was found."""
+
+
 class InvalidTopicNameError(InvalidConfigurationError):
     """The topic name is not valid for the protocol."""
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from msgclient.auth import Authentication
-from msgclient.core.receive.message_listener import MessageListener
 from msgclient.crypto_key_reader import CryptoKeyReader
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import MessageId
@@ -39,6 +38,11 @@ from msgclient.validators import (
 
 if TYPE_CHECKING:
     from msgclient.message import OutgoingMessage
+
+
+# Called with (consumer, message) for each message instead of receive(); may return an
+# awaitable, awaited before the next message.
+MessageListener = Callable[[Any, Any], Any]
 
 
 class CompressionType(enum.Enum):

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import TypedDict, Unpack
 
 from msgclient.closing import AsyncClosing
+from msgclient.contract import Router
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
-from msgclient.core.send.routing import Router
 from msgclient.errors import (
     AlreadyClosedError,
     MemoryBufferIsFullError,

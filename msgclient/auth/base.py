@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from msgclient.options import ClientOptions
+
+class TlsTrust(Protocol):
+    """What a provider may read of its Client's options in ``start`` (``ClientOptions``
+    has it): the trust settings of the Client's own TLS connections."""
+
+    @property
+    def tls_trust_certs_file_path(self) -> str | None: ...
+
+    @property
+    def tls_allow_insecure_connection(self) -> bool: ...
 
 
 class Authentication(ABC):
@@ -32,7 +40,7 @@ class Authentication(ABC):
         """(certificate file, private key file) for the TLS handshake, or None."""
         return None
 
-    def start(self, options: ClientOptions) -> None:
+    def start(self, options: TlsTrust) -> None:
         """Called by each Client that uses this provider, with its options (as Java's
         ``Authentication.start()``). Does nothing unless a provider needs them."""
         return None

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from msgclient import __version__
+from msgclient._version import __version__
 
 MAX_RESPONSE_BYTES = 1024 * 1024
 USER_AGENT = f"msgclient/{__version__}"

@@ -14,11 +14,11 @@ import json
 import logging
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from msgclient.auth import http
-from msgclient.auth.base import Authentication
+from msgclient.auth.base import Authentication, TlsTrust
 from msgclient.auth.oauth2_params import (
     credentials_from_json,
     data_url_credentials,
@@ -26,9 +26,6 @@ from msgclient.auth.oauth2_params import (
     parse_params,
 )
 from msgclient.errors import AuthenticationError, InvalidConfigurationError
-
-if TYPE_CHECKING:
-    from msgclient.options import ClientOptions
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +65,7 @@ class AuthenticationOauth2(Authentication):
         self._refresh_at = 0.0  # time.monotonic() after which the token is fetched again
         self._fetching: tuple[asyncio.AbstractEventLoop, asyncio.Task[str]] | None = None
 
-    def start(self, options: ClientOptions) -> None:
+    def start(self, options: TlsTrust) -> None:
         self._trust_certs_file = options.tls_trust_certs_file_path
         self._allow_insecure = options.tls_allow_insecure_connection
 

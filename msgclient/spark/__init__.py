@@ -10,18 +10,10 @@ Options, schema and semantics: docs/spark.md. Needs ``pip install msgclient[spar
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgclient.spark.errors import DataLossError, SourceOptionError
 from msgclient.spark.java import JavaNotFoundError, ensure_java
-from msgclient.spark.session import local_session
+from msgclient.spark.session import local_session, register
 from msgclient.spark.source import MsgClientDataSource
-
-
-def register(spark: Any) -> None:
-    """Make ``format("msgclient")`` known to this SparkSession."""
-    spark.dataSource.register(MsgClientDataSource)
-
 
 __all__ = [
     "DataLossError",

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from msgclient.spark.java import ensure_java
+from msgclient.spark.source import MsgClientDataSource
 
 
 def local_session(
@@ -28,8 +29,6 @@ def local_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from msgclient.spark import register
-
     settings = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
@@ -46,3 +45,8 @@ def local_session(
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+def register(spark: Any) -> None:
+    """Make ``format("msgclient")`` known to this SparkSession."""
+    spark.dataSource.register(MsgClientDataSource)

@@ -15,18 +15,18 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from msgclient import __version__
-from msgclient.adapter import (
+from msgclient._version import __version__
+from msgclient.contract import (
     ConsumerEvents,
     ConsumerTransport,
     ProducerEvents,
     ProducerTransport,
     ProtocolBackend,
+    Router,
 )
 from msgclient.core.network.connection import open_connection
 from msgclient.core.network.connection_pool import ConnectionPool
 from msgclient.core.network.tls import client_ssl_context
-from msgclient.core.send.routing import Router
 from msgclient.errors import (
     AuthenticationError,
     ConnectError,
@@ -48,10 +48,12 @@ from msgclient.url import ServiceUrl
 from protocols.kafkawire import errors
 from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
 from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
+from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService, split_partition_name
 from protocols.kafkawire.partitioner import make_kafka_router
-from protocols.kafkawire.producer import KafkaProducerTransport, ProduceSender, make_produce_sender
+from protocols.kafkawire.produce_sender import ProduceSenders
+from protocols.kafkawire.producer import KafkaProducerTransport
 from protocols.kafkawire.sasl import make_mechanism
 from protocols.kafkawire.session import KafkaConnection, KafkaSession
 
@@ -60,7 +62,7 @@ DEFAULT_PORTS = {PLAIN_SCHEME: 9092, TLS_SCHEME: 9093}
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
-class KafkaBackend(ProtocolBackend):
+class KafkaBackend(ProtocolBackend[KafkaSubscription]):
     # Kafka's producer defaults where they differ from Pulsar's: linger.ms 5, batch.size
     # 16 KiB, delivery.timeout.ms 120 s.
     producer_defaults: Mapping[str, Any] = {
@@ -94,7 +96,9 @@ class KafkaBackend(ProtocolBackend):
         self.lookup = KafkaLookupService(
             self.pool.get_connection, bootstrap, options.metadata_max_age_ms / 1000
         )
-        self._senders: dict[tuple[KafkaConnection, int, int, int], ProduceSender] = {}
+        self.context = KafkaContext(
+            self.pool, self.lookup, ProduceSenders(), self.client_id, self.operation_timeout
+        )
 
     # -- ProtocolBackend ----------------------------------------------------------------
 
@@ -131,7 +135,7 @@ class KafkaBackend(ProtocolBackend):
                 "not encrypt Kafka records (there is no agreed format for it)"
             )
         base, _ = split_partition_name(topic)
-        return KafkaProducerTransport(self, base, partition, options, events)
+        return KafkaProducerTransport(self.context, base, partition, options, events)
 
     def partition_of(self, message_id: MessageId) -> int | None:
         if not isinstance(message_id, KafkaMessageId):
@@ -160,38 +164,18 @@ class KafkaBackend(ProtocolBackend):
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
-        context: object | None,
+        context: KafkaSubscription,
     ) -> ConsumerTransport:
-        assert isinstance(context, KafkaSubscription)
         base, _ = split_partition_name(topic)
         return KafkaConsumerTransport(context, base, partition, options, events)
 
     def subscription_context(
         self, topics: list[str], subscription: str, options: ConsumerOptions
     ) -> KafkaSubscription:
-        return KafkaSubscription(self, topics, subscription, options)
+        return KafkaSubscription(self.context, topics, subscription, options)
 
     async def close(self) -> None:
         await self.pool.close()
-
-    # -- producers ----------------------------------------------------------------------
-
-    def produce_sender(
-        self, connection: KafkaConnection, options: ProducerOptions
-    ) -> ProduceSender:
-        """The connection's sender for producers with these settings (a Produce request
-        carries one acks value for all its batches)."""
-        key = (
-            connection,
-            options.acks,
-            options.max_in_flight_requests_per_connection,
-            options.max_request_size,
-        )
-        sender = self._senders.get(key)
-        if sender is None:
-            sender = self._senders[key] = make_produce_sender(connection, options)
-            connection.closed.add_done_callback(lambda _: self._senders.pop(key, None))
-        return sender
 
     # -- connections --------------------------------------------------------------------
 

@@ -21,13 +21,13 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
 from msgclient.errors import MsgClientError, NotSupportedError
 from msgclient.message import Message, MessageId
 from msgclient.options import ConsumerOptions, InitialPosition, SubscriptionMode
+from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.fetcher import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -40,9 +40,6 @@ from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.offset_tracker import OffsetTracker
 from protocols.kafkawire.record_run import RecordRun
 
-if TYPE_CHECKING:
-    from protocols.kafkawire.adapter import KafkaBackend
-
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
@@ -53,20 +50,20 @@ class KafkaSubscription:
     subscription context): the group membership, the fetcher, the batched commits."""
 
     def __init__(
-        self, backend: KafkaBackend, topics: list[str], group_id: str, options: ConsumerOptions
+        self, context: KafkaContext, topics: list[str], group_id: str, options: ConsumerOptions
     ) -> None:
-        self.backend = backend
+        self.context = context
         self.options = options
         self.transports: dict[TopicPartition, KafkaConsumerTransport] = {}
         self.fetcher = Fetcher(
-            backend.lookup,
-            backend.pool.get_connection,
+            context.lookup,
+            context.pool.get_connection,
             options,
             max_uncompressed_bytes=options.fetch_max_bytes,
         )
         self.group: GroupMembership | None = None
         if options.subscription_mode is SubscriptionMode.Durable:
-            self.group = GroupMembership(backend, group_id, topics, options, self)
+            self.group = GroupMembership(context, group_id, topics, options, self)
         self._started: asyncio.Future[None] | None = None
         self._dirty: dict[TopicPartition, int] = {}
         self._commit: asyncio.Future[None] | None = None
@@ -272,7 +269,7 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     def drop_connection(self, reason: str) -> None:
         log.info("%s-%d: %s: fetching from a fresh connection", self.topic, self.partition, reason)
-        self._subscription.backend.lookup.invalidate(self.topic)
+        self._subscription.context.lookup.invalidate(self.topic)
 
     async def close(self) -> None:
         self._subscription.fetcher.remove(self._state)
@@ -311,12 +308,12 @@ class KafkaConsumerTransport(ConsumerTransport):
             self.activate(await self.initial_offset())
 
     async def _list_offset(self, timestamp: int) -> int:
-        leader = await self._subscription.backend.lookup.leader(self.topic, self.partition)
-        connection = await self._subscription.backend.pool.get_connection(leader)
+        leader = await self._subscription.context.lookup.leader(self.topic, self.partition)
+        connection = await self._subscription.context.pool.get_connection(leader)
         return await list_offset(connection, self.topic, self.partition, timestamp)
 
     def _options_timeout(self) -> float:
-        return self._subscription.backend.operation_timeout
+        return self._subscription.context.operation_timeout
 
 
 def _offsets(message_ids: Sequence[MessageId]) -> list[int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from kafka.protocol.consumer import JoinGroupRequest
 
@@ -36,6 +36,7 @@ from msgclient.options import ConsumerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire import group_requests as requests
 from protocols.kafkawire.assignors import ASSIGNORS, Assignment, Assignor, decode_assignment
+from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.group_coordinator import CoordinatorLink, new_backoff, retry_later
 from protocols.kafkawire.group_requests import (
     CommitFailedError,
@@ -43,9 +44,6 @@ from protocols.kafkawire.group_requests import (
     RebalanceInProgressError,
 )
 from protocols.kafkawire.session import KafkaConnection
-
-if TYPE_CHECKING:
-    from protocols.kafkawire.adapter import KafkaBackend
 
 __all__ = [
     "AssignmentListener",
@@ -88,7 +86,7 @@ class _Stop(Exception):
 class GroupMembership:
     def __init__(
         self,
-        backend: KafkaBackend,
+        context: KafkaContext,
         group_id: str,
         topics: list[str],
         options: ConsumerOptions,
@@ -104,7 +102,7 @@ class GroupMembership:
         self._assignors: list[Assignor] = [ASSIGNORS[name]() for name in names]
         # Java: the protocol is cooperative only when every assignor supports it.
         self._cooperative = all(a.supports_cooperative for a in self._assignors)
-        self._backend = backend
+        self._context = context
         self.group_id = group_id
         self._topics = tuple(sorted(set(topics)))
         self._options = options
@@ -115,7 +113,7 @@ class GroupMembership:
         self.assignment: frozenset[TopicPartition] = frozenset()
         self.generation_id = requests.NO_GENERATION
         self.member_id = ""
-        self._link = CoordinatorLink(backend, group_id)
+        self._link = CoordinatorLink(context, group_id)
         self._rejoin = asyncio.Event()
         self._stable = asyncio.Event()  # set while the generation is usable for commits
         self._epoch = 0  # bumped when the generation stops being stable
@@ -350,7 +348,7 @@ class GroupMembership:
                 f"group {self.group_id!r} chose assignor {join.protocol_name!r}, "
                 "which this member did not offer",
             )
-        return await requests.leader_assignments(assignor, join.members, self._backend.lookup)
+        return await requests.leader_assignments(assignor, join.members, self._context.lookup)
 
     def _check_group_error(self, code: int, api: str, connection: KafkaConnection) -> None:
         """Act on a JoinGroup or SyncGroup error: rejoin at once, or raise it."""

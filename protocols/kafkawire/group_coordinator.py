@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from msgclient.core.network.backoff import Backoff
 from msgclient.core.network.registration import is_retriable
@@ -26,10 +26,8 @@ from msgclient.errors import (
 )
 from protocols.kafkawire import errors
 from protocols.kafkawire import group_requests as requests
+from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.session import KafkaConnection
-
-if TYPE_CHECKING:
-    from protocols.kafkawire.adapter import KafkaBackend
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +54,8 @@ async def retry_later(error: MsgClientError, backoff: Backoff, deadline: float) 
 
 
 class CoordinatorLink:
-    def __init__(self, backend: KafkaBackend, group_id: str) -> None:
-        self._backend = backend
+    def __init__(self, context: KafkaContext, group_id: str) -> None:
+        self._context = context
         self.group_id = group_id
         self._tag = f"group {group_id} link {next(_link_numbers)}"  # our pool key
         self._connection: KafkaConnection | None = None
@@ -72,10 +70,10 @@ class CoordinatorLink:
             connection = self._connection
             if connection is not None and connection.is_open:
                 return connection
-            broker = await self._backend.lookup.any_broker()
+            broker = await self._context.lookup.any_broker()
             response = await broker.session.request(requests.find_coordinator(self.group_id))
             address = requests.coordinator_address(response, self.group_id)
-            connection = await self._backend.pool.get_connection(
+            connection = await self._context.pool.get_connection(
                 f"{address} ({self._tag})", address
             )
             if self.closed:  # closed while we waited: do not keep it open in the pool

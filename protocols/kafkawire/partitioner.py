@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import struct
 
-from msgclient.core.send.routing import Router
+from msgclient.contract import Router
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import OutgoingMessage
 

@@ -19,31 +19,25 @@ close the socket for the others.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import struct
 import time
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.producer import InitProducerIdRequest
 
-from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.network.sender import NodeSender, ReadyBatch
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.errors import ConnectionClosedError, MessageEncodingError, MsgClientError
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire.compression import get_kafka_codec
+from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.fetcher import DELIVER_AT_HEADER
 from protocols.kafkawire.message_id import KafkaMessageId
+from protocols.kafkawire.produce_sender import ProduceBatch, ProduceSender
 from protocols.kafkawire.records import encode_record_batch, with_producer_state
 from protocols.kafkawire.session import KafkaConnection
-
-if TYPE_CHECKING:
-    from protocols.kafkawire.adapter import KafkaBackend
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +54,16 @@ _RESET_ERRORS = frozenset(
 )
 
 
-class ProduceBatch(ReadyBatch):
-    """An op on its way to the broker, remembering which attachment wrote it."""
-
-    __slots__ = ("attachment", "op", "transport")
-
-    def __init__(self, transport: KafkaProducerTransport, op: OpSend, attachment: int) -> None:
-        super().__init__((transport.topic, transport.partition), len(op.frame))
-        self.transport = transport
-        self.op = op
-        self.attachment = attachment
-
-
-ProduceSender = NodeSender[ProduceBatch]
-
-
 class KafkaProducerTransport(ProducerTransport):
     def __init__(
         self,
-        backend: KafkaBackend,
+        context: KafkaContext,
         topic: str,
         partition: int,
         options: ProducerOptions,
         events: ProducerEvents,
     ) -> None:
-        self._backend = backend
+        self._context = context
         self.topic = topic
         self.partition = partition
         self._options = options
@@ -105,13 +84,13 @@ class KafkaProducerTransport(ProducerTransport):
 
     async def connect(self) -> ProducerRegistration:
         if self._attached_once:  # a reconnect: the leader may have moved
-            self._backend.lookup.invalidate(self.topic)
-        leader = await self._backend.lookup.leader(self.topic, self.partition)
-        connection = await self._backend.pool.get_connection(leader)
+            self._context.lookup.invalidate(self.topic)
+        leader = await self._context.lookup.leader(self.topic, self.partition)
+        connection = await self._context.pool.get_connection(leader)
         if self._idempotent and self._producer_id < 0:
             await self._init_producer_id(connection)
         self._attach(connection)
-        name = self._options.producer_name or f"{self._backend.client_id}-{self._producer_id}"
+        name = self._options.producer_name or f"{self._context.client_id}-{self._producer_id}"
         return ProducerRegistration(
             producer_name=name,
             last_sequence_id=-1,
@@ -212,7 +191,7 @@ class KafkaProducerTransport(ProducerTransport):
         self.attachment += 1
         self._attached_once = True
         self._connection = connection
-        self._sender = self._backend.produce_sender(connection, self._options)
+        self._sender = self._context.senders.get(connection, self._options)
         attachment = self.attachment
         connection.closed.add_done_callback(
             lambda closed: self._on_connection_closed(attachment, closed.result())
@@ -263,81 +242,3 @@ class _MessageIds:
         return list(
             map(KafkaMessageId, repeat(self.topic, count), repeat(self.partition, count), offsets)
         )
-
-
-def make_produce_sender(connection: KafkaConnection, options: ProducerOptions) -> ProduceSender:
-    """The sender of one connection for producers with these acks and limits."""
-    session = connection.session
-    acks = options.acks
-    timeout_ms = int(connection.operation_timeout * 1000)
-
-    def send_request(batches: list[ProduceBatch]) -> asyncio.Future[Any] | None:
-        # Batches queued for a connection their partition has left since: the core
-        # writes them again on the new one.
-        batches = [b for b in batches if b.attachment == b.transport.attachment]
-        if not batches:
-            return None
-        by_topic: dict[str, list[tuple[int, bytes]]] = {}
-        for batch in batches:
-            transport = batch.transport
-            by_topic.setdefault(transport.topic, []).append((transport.partition, batch.op.frame))
-        answer = session.produce(acks, timeout_ms, list(by_topic.items()))
-        if answer is None:  # acks=0
-            for batch in batches:
-                batch.transport.on_sent_unacknowledged(batch)
-            return None
-        # A done callback, not a task: callbacks run in the order the answers resolve,
-        # which is the order the broker sent them, so receipts reach the core in order.
-        answer.add_done_callback(functools.partial(_on_answer, batches))
-        return answer
-
-    def request_failed(batches: list[ProduceBatch], error: Exception) -> None:
-        log.error("cannot send a Produce request to %s", connection.address, exc_info=error)
-        failure = MessageEncodingError(f"cannot send a Produce request: {error!r}")
-        failure.__cause__ = error
-        for batch in batches:
-            batch.transport.on_request_failed(batch, failure)
-
-    sender: ProduceSender = NodeSender(
-        send_request,
-        on_failure=request_failed,
-        max_in_flight=options.max_in_flight_requests_per_connection,
-        max_request_bytes=options.max_request_size,
-        writable=lambda: connection.writable,
-    )
-    connection.on_writable(sender.wake)
-    return sender
-
-
-def _on_answer(batches: list[ProduceBatch], answer: asyncio.Future[Any]) -> None:
-    if answer.cancelled():
-        error: MsgClientError = ConnectionClosedError("the Produce request was cancelled")
-    else:
-        failure = answer.exception()
-        if failure is None:
-            _dispatch(batches, answer.result())
-            return
-        if not isinstance(failure, MsgClientError):
-            log.error("Produce answer failed", exc_info=failure)
-            error = ConnectionClosedError(f"the Produce request failed: {failure!r}")
-        else:
-            error = failure
-    for batch in batches:
-        batch.transport.on_request_failed(batch, error)
-
-
-def _dispatch(batches: list[ProduceBatch], response: Any) -> None:
-    results: dict[tuple[str, int], tuple[int, int]] = {
-        (topic.name, p.index): (p.error_code, p.base_offset)
-        for topic in response.responses
-        for p in topic.partition_responses
-    }
-    for batch in batches:
-        result = results.get((batch.transport.topic, batch.transport.partition))
-        if result is None:
-            missing = ConnectionClosedError(
-                f"the Produce answer left out {batch.transport.topic}-{batch.transport.partition}"
-            )
-            batch.transport.on_request_failed(batch, missing)
-        else:
-            batch.transport.on_partition_answer(batch, *result)

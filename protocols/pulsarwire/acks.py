@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import cast
 
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch
 from msgclient.message import MessageId
 from protocols.pulsarwire.message_id import UINT64_MASK, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb

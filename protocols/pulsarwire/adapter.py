@@ -7,15 +7,15 @@ import contextlib
 import itertools
 import random
 
-from msgclient import __version__
-from msgclient.adapter import (
+from msgclient._version import __version__
+from msgclient.auth import Authentication
+from msgclient.contract import (
     ConsumerEvents,
     ConsumerTransport,
     ProducerEvents,
     ProducerTransport,
     ProtocolBackend,
 )
-from msgclient.auth import Authentication
 from msgclient.core.network.connection import open_connection
 from msgclient.core.network.connection_pool import ConnectionPool
 from msgclient.core.network.tls import client_ssl_context
@@ -31,6 +31,7 @@ from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
 from protocols.pulsarwire.consumer import PulsarConsumerTransport
+from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.framing import encode_command
 from protocols.pulsarwire.lookup import PulsarLookupService
 from protocols.pulsarwire.producer import PulsarProducerTransport
@@ -43,7 +44,7 @@ PROTOCOL_VERSION = 21
 CLIENT_VERSION = f"msgclient-{__version__}"
 
 
-class PulsarBackend(ProtocolBackend):
+class PulsarBackend(ProtocolBackend[None]):
     def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
         self._use_service(url, options)
         self.pool: ConnectionPool[PulsarSession] = ConnectionPool(
@@ -58,6 +59,9 @@ class PulsarBackend(ProtocolBackend):
         first_id = random.randrange(2**31)
         self._producer_ids = itertools.count(first_id)
         self._consumer_ids = itertools.count(first_id)
+        self.context = PulsarContext(
+            self.pool, self.lookup, self._producer_ids.__next__, self._consumer_ids.__next__
+        )
 
     def _use_service(self, url: ServiceUrl, options: ClientOptions) -> None:
         """Check ``url`` and ``options`` (authentication, TLS trust), then adopt them: a
@@ -89,7 +93,7 @@ class PulsarBackend(ProtocolBackend):
             for host, port in url.with_default_port(DEFAULT_PORTS[url.scheme])
         ]
 
-    # -- cluster failover (msgclient.core.network.cluster_failover.SwitchableBackend) -------------
+    # -- cluster failover (msgclient.contract.SwitchableBackend) -------------
 
     def serves(self, url: ServiceUrl) -> bool:
         return url.scheme in DEFAULT_PORTS
@@ -117,12 +121,6 @@ class PulsarBackend(ProtocolBackend):
             return True
         return False
 
-    def new_producer_id(self) -> int:
-        return next(self._producer_ids)
-
-    def new_consumer_id(self) -> int:
-        return next(self._consumer_ids)
-
     # -- ProtocolBackend ----------------------------------------------------------------
 
     def normalize_topic(self, topic: str) -> str:
@@ -134,10 +132,15 @@ class PulsarBackend(ProtocolBackend):
     def partition_name(self, topic: str, partition: int) -> str:
         return topics.partition_name(topic, partition)
 
+    def subscription_context(
+        self, topics: list[str], subscription: str, options: ConsumerOptions
+    ) -> None:
+        return None  # Pulsar's partition consumers share nothing: the broker keeps the state
+
     def producer_transport(
         self, topic: str, partition: int, options: ProducerOptions, events: ProducerEvents
     ) -> ProducerTransport:
-        return PulsarProducerTransport(self, topic, partition, options, events)
+        return PulsarProducerTransport(self.context, topic, partition, options, events)
 
     def consumer_transport(
         self,
@@ -146,9 +149,11 @@ class PulsarBackend(ProtocolBackend):
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
-        context: object | None,
+        context: None,
     ) -> ConsumerTransport:
-        return PulsarConsumerTransport(self, topic, partition, subscription, options, events)
+        return PulsarConsumerTransport(
+            self.context, topic, partition, subscription, options, events
+        )
 
     async def close(self) -> None:
         await self.pool.close()

@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
 from msgclient.crypto_key_reader import CryptoError
 from msgclient.errors import (
     BrokerError,
@@ -38,6 +37,7 @@ from protocols.pulsarwire.acks import (
     ack_set,
     redeliver_commands,
 )
+from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_decryptor, undecrypted_message
 from protocols.pulsarwire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -50,9 +50,6 @@ from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
 from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.session import PulsarConnection
-
-if TYPE_CHECKING:
-    from protocols.pulsarwire.adapter import PulsarBackend
 
 log = logging.getLogger(__name__)
 
@@ -89,20 +86,20 @@ class PulsarConsumerTransport(ConsumerTransport):
 
     def __init__(
         self,
-        backend: PulsarBackend,
+        context: PulsarContext,
         topic: str,
         partition: int,
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
     ) -> None:
-        self._backend = backend
+        self._context = context
         self._topic = topic
         self._partition = partition
         self._subscription = subscription
         self._options = options
         self._events = events
-        self.consumer_id = backend.new_consumer_id()
+        self.consumer_id = context.new_consumer_id()
         self.consumer_name = options.consumer_name  # random unless given (ConsumerOptions)
         self._durable = options.subscription_mode is SubscriptionMode.Durable
         self._connection: PulsarConnection | None = None
@@ -118,8 +115,8 @@ class PulsarConsumerTransport(ConsumerTransport):
     # -- ConsumerTransport --------------------------------------------------------------
 
     async def connect(self) -> None:
-        address = await self._backend.lookup.get_broker(self._topic)
-        connection = await self._backend.pool.get_connection(address.logical, address.physical)
+        address = await self._context.lookup.get_broker(self._topic)
+        connection = await self._context.pool.get_connection(address.logical, address.physical)
         session = connection.session
         request_id = connection.new_request_id()
         command = pb.BaseCommand(type=Type.SUBSCRIBE, subscribe=self._subscribe(request_id))

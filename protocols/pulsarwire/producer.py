@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.errors import ConnectionClosedError, MessageTooBigError, OperationTimeoutError
 from msgclient.message import MessageId
 from msgclient.options import CompressionType, ProducerOptions
 from protocols.pulsarwire.compression import get_codec
+from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
 from protocols.pulsarwire.message_id import PulsarMessageId
@@ -19,9 +19,6 @@ from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.send_codec import SendEncoder
 from protocols.pulsarwire.session import PulsarConnection, PulsarSession, SendFrame, broker_error
-
-if TYPE_CHECKING:
-    from protocols.pulsarwire.adapter import PulsarBackend
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +31,18 @@ class PulsarProducerTransport(ProducerTransport):
 
     def __init__(
         self,
-        backend: PulsarBackend,
+        context: PulsarContext,
         topic: str,
         partition: int,
         options: ProducerOptions,
         events: ProducerEvents,
     ) -> None:
-        self._backend = backend
+        self._context = context
         self._topic = topic
         self._partition = partition
         self._options = options
         self._events = events
-        self.producer_id = backend.new_producer_id()
+        self.producer_id = context.new_producer_id()
         codec = None
         if options.compression_type is not CompressionType.NONE:
             codec = get_codec(options.compression_type)  # fails early if the package is missing
@@ -62,8 +59,8 @@ class PulsarProducerTransport(ProducerTransport):
         self._max_message_size = DEFAULT_MAX_MESSAGE_SIZE
 
     async def connect(self) -> ProducerRegistration:
-        address = await self._backend.lookup.get_broker(self._topic)
-        connection = await self._backend.pool.get_connection(address.logical, address.physical)
+        address = await self._context.lookup.get_broker(self._topic)
+        connection = await self._context.pool.get_connection(address.logical, address.physical)
         session = connection.session
         request_id = connection.new_request_id()
         producer = pb.CommandProducer(

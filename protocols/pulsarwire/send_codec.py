@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend
 from msgclient.core.send.routing import pulsar_key
 from msgclient.message import OutgoingMessage
 from msgclient.options import CompressionType

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch
 from msgclient.errors import ProtocolError
 from protocols.pulsarwire.acks import (
     CUMULATIVE,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend
 from msgclient.core.send.routing import pulsar_key
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import Message, OutgoingMessage

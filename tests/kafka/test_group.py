@@ -95,7 +95,7 @@ def member(
 ) -> GroupMembership:
     recorder = Recorder(name, events)
     membership = GroupMembership(
-        backend, group, [topic], ConsumerOptions(**{**FAST, **options}), recorder
+        backend.context, group, [topic], ConsumerOptions(**{**FAST, **options}), recorder
     )
     recorder.member = membership
     return membership

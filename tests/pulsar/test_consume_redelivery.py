@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import msgclient
-from msgclient.adapter import ConsumerEvents
+from msgclient.contract import ConsumerEvents
 from msgclient.core.receive.dead_letters import (
     DELAY_TIME,
     ORIGIN_MESSAGE_ID,

@@ -13,8 +13,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from msgclient.adapter import ConsumerEvents, ConsumerTransport
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
 from msgclient.embedded import PulsarBroker
 from msgclient.errors import BrokerError, ConnectionClosedError
 from msgclient.message import Message, MessageId

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from msgclient import Client
-from msgclient import adapter as adapter_module
-from msgclient.adapter import ENTRY_POINT_GROUP, load_backend
+from msgclient import contract as contract_module
+from msgclient.contract import ENTRY_POINT_GROUP, load_backend
 from msgclient.errors import InvalidServiceUrlError, UnknownProtocolError
 from msgclient.options import ClientOptions
 from msgclient.url import parse_service_url
@@ -62,7 +62,7 @@ def test_a_third_party_adapter_plugs_in_by_entry_point(monkeypatch: pytest.Monke
         assert group == ENTRY_POINT_GROUP
         return [FakeEntryPoint("toy", toy_backend)]
 
-    monkeypatch.setattr(adapter_module, "entry_points", entry_points)
+    monkeypatch.setattr(contract_module, "entry_points", entry_points)
     url = parse_service_url("toy://somewhere:1")
     options = ClientOptions()
     assert load_backend(url, options) == "toy backend"
@@ -72,7 +72,7 @@ def test_a_third_party_adapter_plugs_in_by_entry_point(monkeypatch: pytest.Monke
 
 
 def test_no_adapter_installed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(adapter_module, "entry_points", lambda *, group: [])
+    monkeypatch.setattr(contract_module, "entry_points", lambda *, group: [])
     with pytest.raises(UnknownProtocolError, match="known schemes: none installed"):
         load_backend(parse_service_url("pulsar://localhost"), ClientOptions())
 

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from msgclient.adapter import ConsumerEvents, ConsumerTransport
 from msgclient.consumer import Consumer
+from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
 from msgclient.core.network.backoff import Backoff
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
 from msgclient.core.receive.dead_letters import ORIGIN_MESSAGE_ID, REAL_TOPIC, DeadLetterRouter
 from msgclient.core.receive.partition_consumer import PartitionConsumer
 from msgclient.core.receive.receive_queue import ReceiveQueue

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.core.network.backoff import Backoff
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
-from msgclient.core.send.pending_queue import OpSend
 from msgclient.errors import (
     AlreadyClosedError,
     BrokerError,

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend
 from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,

@@ -15,14 +15,13 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import attrs
 
 from msgclient.auth import Authentication
 from msgclient.errors import InvalidConfigurationError
-from msgclient.options import ClientOptions
-from msgclient.url import ServiceUrl, parse_service_url
+from msgclient.url import parse_service_url
 from msgclient.validators import int_at_least, optional_authentication, optional_str
 
 log = logging.getLogger(__name__)
@@ -97,21 +96,6 @@ class AutoClusterFailover:
     check_interval_ms: int = attrs.field(default=5000, validator=int_at_least(1))
     failover_threshold: int = attrs.field(default=1, validator=int_at_least(1))
     switch_back_threshold: int = attrs.field(default=1, validator=int_at_least(1))
-
-
-@runtime_checkable
-class SwitchableBackend(Protocol):
-    """A protocol adapter that can move to another cluster at run time (Pulsar's)."""
-
-    def serves(self, url: ServiceUrl) -> bool:
-        """Whether ``url``'s scheme is one this adapter speaks."""
-
-    def switch_service(self, url: ServiceUrl, options: ClientOptions) -> None:
-        """Use the cluster at ``url`` with ``options`` (its authentication and TLS trust)
-        from now on; every connection is dropped. Bad ones raise, changing nothing."""
-
-    async def probe(self, url: ServiceUrl, timeout: float) -> bool:
-        """Whether the cluster at ``url`` is reachable within ``timeout`` seconds."""
 
 
 Probe = Callable[[ServiceInfo], Awaitable[bool]]

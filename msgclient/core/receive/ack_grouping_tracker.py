@@ -14,8 +14,8 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
+from msgclient.contract import AckBatch
 from msgclient.core.timing_wheel import Cancellable, Scheduler
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import MessageId
@@ -26,15 +26,6 @@ log = logging.getLogger(__name__)
 DEFAULT_ACKNOWLEDGEMENTS_GROUP_TIME = 0.1
 # ConsumerConfigurationData.maxAcknowledgmentGroupSize.
 DEFAULT_MAX_ACKNOWLEDGMENT_GROUP_SIZE = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class AckBatch:
-    """One flush: the individual acks in the order made, and the cumulative position if it
-    moved."""
-
-    individual: tuple[MessageId, ...]
-    cumulative: MessageId | None
 
 
 # Writes the batch; may return an awaitable that completes when the broker confirms it.

@@ -14,15 +14,14 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from msgclient.core.receive.receive_queue import ReceiveQueue
+from msgclient.options import MessageListener
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
-
-MessageListener = Callable[[Any, Any], Any]  # (consumer, message) -> None or an awaitable
 
 
 class MessageListenerRunner(Generic[M]):

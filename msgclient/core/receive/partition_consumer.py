@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
-from msgclient.adapter import ConsumerEvents, ConsumerTransport
+from msgclient.contract import ConsumerEvents, ConsumerTransport
 from msgclient.core.network.backoff import Backoff
 from msgclient.core.network.registration import reconnect, register_with_retry
 from msgclient.core.receive.ack_grouping_tracker import AcknowledgmentsGroupingTracker

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from msgclient.adapter import ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
 from msgclient.core.network.backoff import Backoff
 from msgclient.core.network.registration import reconnect, register_with_retry
 from msgclient.core.send.batch_container import (
@@ -25,7 +25,7 @@ from msgclient.core.send.batch_container import (
     KeyBasedBatchMessageContainer,
 )
 from msgclient.core.send.limits import Limit
-from msgclient.core.send.pending_queue import OpSend, PendingQueue
+from msgclient.core.send.pending_queue import PendingQueue
 from msgclient.errors import (
     AlreadyClosedError,
     MessageEncodingError,

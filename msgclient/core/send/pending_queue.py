@@ -13,69 +13,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from msgclient.message import MessageId, OutgoingMessage, call_back, fail_future
-
-
-class OpSend:
-    """One write to the broker: a batch of messages, or a single unbatched message.
-
-    ``messages`` serve the encoding only: once the frame holds them the producer calls
-    ``encoded`` and they go. What waits for the receipt is each message's future (and
-    callback): one object per message fewer for the garbage collector to scan while
-    thousands of messages are in flight (its full collections cost a third of a busy
-    producer's time, measured).
-    """
-
-    __slots__ = (
-        "callbacks",
-        "count",
-        "created_at",
-        "frame",
-        "futures",
-        "highest_sequence_id",
-        "is_batch",
-        "messages",
-        "payload_bytes",
-        "sequence_id",
-    )
-
-    def __init__(
-        self, messages: list[OutgoingMessage], is_batch: bool, payload_bytes: int, created_at: float
-    ) -> None:
-        self.messages = messages
-        self.count = len(messages)
-        self.futures = [message.future for message in messages]
-        callbacks = [message.callback for message in messages]
-        self.callbacks = callbacks if any(callbacks) else None
-        self.is_batch = is_batch
-        self.payload_bytes = payload_bytes
-        self.created_at = created_at
-        self.sequence_id: int = messages[0].sequence_id  # type: ignore[assignment]
-        self.highest_sequence_id: int = messages[-1].sequence_id  # type: ignore[assignment]
-        self.frame = b""  # the encoded frame, kept to resend after a reconnect
-
-    def encoded(self, frame: bytes) -> None:
-        """The frame holds the messages now: keep it, drop them (and their payloads)."""
-        self.frame = frame
-        self.messages = []
-
-    def complete(self, message_ids: list[MessageId]) -> None:
-        """Each message was stored under its id, in order."""
-        for future, message_id in zip(self.futures, message_ids, strict=True):
-            if not future.done():
-                future.set_result(message_id)
-        if self.callbacks is not None:
-            for callback, message_id in zip(self.callbacks, message_ids, strict=True):
-                if callback is not None:
-                    call_back(callback, None, message_id)
-
-    def fail(self, error: BaseException) -> None:
-        for future in self.futures:
-            fail_future(future, error)
-        if self.callbacks is not None:
-            for callback in self.callbacks:
-                if callback is not None:
-                    call_back(callback, error, None)
+from msgclient.contract import OpSend
 
 
 class PendingQueue:

@@ -12,12 +12,11 @@ import random
 import time
 from collections.abc import Callable
 
+from msgclient.contract import Router
 from msgclient.core.send.hashing import java_string_hash, murmur3_32_hash, sign_safe_mod
 from msgclient.errors import InvalidConfigurationError
 from msgclient.message import OutgoingMessage
 from msgclient.options import HashingScheme, PartitionsRoutingMode, ProducerOptions
-
-Router = Callable[[OutgoingMessage], int]
 
 # Java ProducerConfigurationData.roundRobinRouterBatchingPartitionSwitchFrequency
 BATCHING_PARTITION_SWITCH_FREQUENCY = 10

@@ -9,8 +9,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from msgclient.adapter import ConsumerEvents
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch, ConsumerEvents
 from msgclient.errors import BrokerError, ConnectionClosedError, InvalidConfigurationError
 from msgclient.message import Message
 from msgclient.options import (

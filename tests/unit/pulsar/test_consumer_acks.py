@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
+from msgclient.contract import AckBatch
 from protocols.pulsarwire.acks import (
     CUMULATIVE,
     INDIVIDUAL,

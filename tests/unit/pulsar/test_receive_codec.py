@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from msgclient.core.send.pending_queue import OpSend
+from msgclient.contract import OpSend
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import OutgoingMessage
 from msgclient.message_batch import MessageBlock

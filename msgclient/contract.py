@@ -1,4 +1,10 @@
-"""What a protocol adapter implements, and how the client finds one by URL scheme.
+"""The contract between the core and the protocol adapters, and how the client finds one.
+
+Everything that crosses the boundary is here: what the core hands an adapter (``OpSend``,
+``AckBatch``), what an adapter registers a producer with (``ProducerRegistration``), the
+router type, the Events/Transport/Backend interfaces, and the entry-point lookup. This
+module imports the vocabulary both sides speak (messages and ids, errors, options, the
+service URL) and nothing of the core or of an adapter; the core and the adapters import it.
 
 Adapters register under the ``msgclient.protocols`` entry-point group, one entry per URL
 scheme (``pulsar``, ``pulsar+ssl``, ...), pointing at a ``ProtocolBackend`` subclass. The
@@ -7,22 +13,32 @@ core imports no adapter: a third party can plug in a protocol by installing a pa
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib.metadata import entry_points
-from typing import Any
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from msgclient.core.receive.ack_grouping_tracker import AckBatch
-from msgclient.core.send.pending_queue import OpSend
-from msgclient.core.send.routing import Router, make_router
-from msgclient.errors import MsgClientError, UnknownProtocolError
-from msgclient.message import Message, MessageId
+from msgclient.errors import AdapterLoadError, MsgClientError, UnknownProtocolError
+from msgclient.message import Message, MessageId, OutgoingMessage, call_back, fail_future
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl
 
 ENTRY_POINT_GROUP = "msgclient.protocols"
+
+# Which partition each message goes to (an index into the topic's partitions).
+Router = Callable[[OutgoingMessage], int]
+
+# What one ``subscribe`` call shares among its partition transports (Kafka's group
+# membership; None on Pulsar).
+SubscriptionT = TypeVar("SubscriptionT")
+
+
+# -- what crosses on the send path ------------------------------------------------------
 
 
 @attrs.frozen
@@ -33,6 +49,68 @@ class ProducerRegistration:
     last_sequence_id: int
     max_message_size: int
     schema_version: bytes | None = None  # the version the broker gave the producer's schema
+
+
+class OpSend:
+    """One write to the broker: a batch of messages, or a single unbatched message.
+
+    ``messages`` serve the encoding only: once the frame holds them the producer calls
+    ``encoded`` and they go. What waits for the receipt is each message's future (and
+    callback): one object per message fewer for the garbage collector to scan while
+    thousands of messages are in flight (its full collections cost a third of a busy
+    producer's time, measured).
+    """
+
+    __slots__ = (
+        "callbacks",
+        "count",
+        "created_at",
+        "frame",
+        "futures",
+        "highest_sequence_id",
+        "is_batch",
+        "messages",
+        "payload_bytes",
+        "sequence_id",
+    )
+
+    def __init__(
+        self, messages: list[OutgoingMessage], is_batch: bool, payload_bytes: int, created_at: float
+    ) -> None:
+        self.messages = messages
+        self.count = len(messages)
+        self.futures = [message.future for message in messages]
+        callbacks = [message.callback for message in messages]
+        self.callbacks = callbacks if any(callbacks) else None
+        self.is_batch = is_batch
+        self.payload_bytes = payload_bytes
+        self.created_at = created_at
+        self.sequence_id: int = messages[0].sequence_id  # type: ignore[assignment]
+        self.highest_sequence_id: int = messages[-1].sequence_id  # type: ignore[assignment]
+        self.frame = b""  # the encoded frame, kept to resend after a reconnect
+
+    def encoded(self, frame: bytes) -> None:
+        """The frame holds the messages now: keep it, drop them (and their payloads)."""
+        self.frame = frame
+        self.messages = []
+
+    def complete(self, message_ids: list[MessageId]) -> None:
+        """Each message was stored under its id, in order."""
+        for future, message_id in zip(self.futures, message_ids, strict=True):
+            if not future.done():
+                future.set_result(message_id)
+        if self.callbacks is not None:
+            for callback, message_id in zip(self.callbacks, message_ids, strict=True):
+                if callback is not None:
+                    call_back(callback, None, message_id)
+
+    def fail(self, error: BaseException) -> None:
+        for future in self.futures:
+            fail_future(future, error)
+        if self.callbacks is not None:
+            for callback in self.callbacks:
+                if callback is not None:
+                    call_back(callback, error, None)
 
 
 class ProducerEvents(ABC):
@@ -82,6 +160,18 @@ class ProducerTransport(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Unregister from the broker (best effort) and stop receiving events."""
+
+
+# -- what crosses on the receive path ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AckBatch:
+    """One flush: the individual acks in the order made, and the cumulative position if it
+    moved."""
+
+    individual: tuple[MessageId, ...]
+    cumulative: MessageId | None
 
 
 class ConsumerEvents(ABC):
@@ -154,7 +244,7 @@ class ConsumerTransport(ABC):
         """Close the consumer on the broker (best effort) and stop receiving events."""
 
 
-class ProtocolBackend(ABC):
+class ProtocolBackend(ABC, Generic[SubscriptionT]):
     """One per Client: the adapter's connections, lookups and topic naming."""
 
     default_port: int
@@ -163,23 +253,24 @@ class ProtocolBackend(ABC):
     producer_defaults: Mapping[str, Any] = {}
     consumer_defaults: Mapping[str, Any] = {}
 
-    def make_router(self, options: ProducerOptions, partitions: int) -> Router:
-        """Which partition each message goes to (Pulsar's routing modes by default)."""
-        return make_router(options, partitions)
+    def make_router(self, options: ProducerOptions, partitions: int) -> Router | None:
+        """Which partition each message goes to; None: the core's (Pulsar's routing modes,
+        by ``options.message_routing_mode``)."""
+        return None
 
     def partition_of(self, message_id: MessageId) -> int | None:
         """The partition a message id names, where ids name one (Kafka); None otherwise."""
         return None
 
-    def check_consumer(self, options: ConsumerOptions) -> None:  # noqa: B027 (optional hook)
+    def check_consumer(self, options: ConsumerOptions) -> None:
         """Refuse, with a clear error, what the protocol cannot do (subscription types...)."""
 
+    @abstractmethod
     def subscription_context(
         self, topics: list[str], subscription: str, options: ConsumerOptions
-    ) -> object | None:
+    ) -> SubscriptionT:
         """State shared by the partition transports of one ``subscribe`` call (Kafka's
-        group membership); None where a protocol has none. Given to ``consumer_transport``."""
-        return None
+        group membership; None where a protocol has none). Given to ``consumer_transport``."""
 
     @abstractmethod
     def normalize_topic(self, topic: str) -> str:
@@ -207,7 +298,7 @@ class ProtocolBackend(ABC):
         subscription: str,
         options: ConsumerOptions,
         events: ConsumerEvents,
-        context: object | None,
+        context: SubscriptionT,
     ) -> ConsumerTransport:
         """A transport for one (partition) consumer; ``partition`` is -1 when unpartitioned;
         ``context`` is what ``subscription_context`` returned for its subscribe call."""
@@ -217,17 +308,59 @@ class ProtocolBackend(ABC):
         """Close every connection."""
 
 
-BackendFactory = Callable[[ServiceUrl, ClientOptions], ProtocolBackend]
+@runtime_checkable
+class SwitchableBackend(Protocol):
+    """A backend that can move to another cluster at run time (Pulsar's): what cluster
+    failover (``msgclient.core.network.cluster_failover``) asks of it."""
+
+    def serves(self, url: ServiceUrl) -> bool:
+        """Whether ``url``'s scheme is one this adapter speaks."""
+
+    def switch_service(self, url: ServiceUrl, options: ClientOptions) -> None:
+        """Use the cluster at ``url`` with ``options`` (its authentication and TLS trust)
+        from now on; every connection is dropped. Bad ones raise, changing nothing."""
+
+    async def probe(self, url: ServiceUrl, timeout: float) -> bool:
+        """Whether the cluster at ``url`` is reachable within ``timeout`` seconds."""
 
 
-def load_backend(url: ServiceUrl, options: ClientOptions) -> ProtocolBackend:
+BackendFactory = Callable[[ServiceUrl, ClientOptions], ProtocolBackend[Any]]
+
+
+def load_backend(url: ServiceUrl, options: ClientOptions) -> ProtocolBackend[Any]:
     """Instantiate the adapter registered for ``url.scheme``."""
     found = entry_points(group=ENTRY_POINT_GROUP)
     for entry in found:
         if entry.name == url.scheme:
-            factory: BackendFactory = entry.load()
+            factory: BackendFactory = _load(entry)
             return factory(url, options)
     known = ", ".join(sorted(f"{e.name}://" for e in found)) or "none installed"
     raise UnknownProtocolError(
         f"no protocol adapter for scheme {url.scheme!r} in {url.raw!r}; known schemes: {known}"
     )
+
+
+def _load(entry: EntryPoint) -> Any:
+    """The entry point's object; if it cannot be imported, an error that says which module
+    of that name Python found first on sys.path (another ``protocols`` package or module
+    shadowing the adapters is the usual cause)."""
+    try:
+        return entry.load()
+    except (ImportError, AttributeError) as error:
+        top = entry.value.split(":", 1)[0].split(".", 1)[0]
+        raise AdapterLoadError(
+            f"cannot load the protocol adapter for {entry.name}:// ({entry.value}): {error}. "
+            f"Python imports {top!r} from {_origin(top)}: if that is not msgclient's adapter "
+            f"package, a module of the same name earlier on sys.path shadows it; rename it "
+            f"or reorder sys.path"
+        ) from error
+
+
+def _origin(name: str) -> str:
+    module = sys.modules.get(name)
+    spec = module.__spec__ if module is not None else importlib.util.find_spec(name)
+    if spec is None:
+        return "nowhere (no such module on sys.path)"
+    if spec.origin not in (None, "namespace"):
+        return spec.origin
+    return ", ".join(spec.submodule_search_locations or []) + " (a namespace package)"
