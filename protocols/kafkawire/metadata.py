@@ -17,7 +17,7 @@ import attrs
 from kafka.protocol.metadata import MetadataRequest
 
 from msgclient.core.network.lookup import BrokerAddress, LookupService
-from msgclient.errors import ConnectError, MsgClientError, TopicLookupError
+from msgclient.errors import ConnectError, TopicLookupError
 from protocols.kafkawire import errors
 from protocols.kafkawire.session import KafkaConnection
 
@@ -121,15 +121,3 @@ class KafkaLookupService(LookupService):
         )
         return TopicMetadata(leaders, self._loop.time())
 
-
-def is_stale_metadata(error: MsgClientError) -> bool:
-    """Whether ``error`` means the cached leaders may be wrong."""
-    code = getattr(error, "code", None)
-    return code in {
-        "NOT_LEADER_FOR_PARTITION",
-        "NOT_LEADER_OR_FOLLOWER",
-        "LEADER_NOT_AVAILABLE",
-        "UNKNOWN_TOPIC_OR_PARTITION",
-        "FENCED_LEADER_EPOCH",
-        "UNKNOWN_LEADER_EPOCH",
-    }
