@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import functools
 import struct
-import threading
 import zlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 from msgclient.options import CompressionType
-from protocols.codecs import BytesLike, corrupt_payload, missing_package, zstd_decompressor
+from protocols.codecs import BytesLike, SnappyBlocks, Zstd, corrupt_payload, load_package
 
 __all__ = ["KAFKA_CODEC_IDS", "KafkaCodec", "get_kafka_codec"]
 
@@ -117,20 +116,17 @@ class _Lz4Codec:
     __slots__ = ("_compress", "_decompressor", "_error")
 
     def __init__(self) -> None:
-        try:
-            import lz4.frame
-        except ImportError as error:
-            raise missing_package("LZ4", "lz4", "lz4") from error
+        frame = load_package("lz4.frame", "LZ4", "lz4")
         # What the Java client writes and insists on reading: independent 64 KiB blocks
         # ("Dependent block stream is unsupported"), no content size or checksum.
         self._compress = functools.partial(
-            lz4.frame.compress,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            frame.compress,
+            block_size=frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
             store_size=False,
         )
-        self._decompressor = lz4.frame.LZ4FrameDecompressor
+        self._decompressor = frame.LZ4FrameDecompressor
         self._error: type[Exception] = RuntimeError  # what lz4.frame raises on bad input
 
     def compress(self, data: BytesLike) -> bytes:
@@ -163,31 +159,16 @@ class _Lz4Codec:
 
 
 class _ZstdCodec:
-    __slots__ = ("_error", "_local", "_new_compressor", "_new_decompressor")
+    __slots__ = ("_zstd",)
 
     def __init__(self) -> None:
-        try:
-            import zstandard
-        except ImportError as error:
-            raise missing_package("ZSTD", "zstandard", "zstd") from error
-        # Level 3, Kafka's default compression.zstd.level.
-        self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
-        self._new_decompressor = zstandard.ZstdDecompressor
-        self._error: type[Exception] = zstandard.ZstdError
-        # (De)compressor objects must not be shared between threads; one per thread saves
-        # their setup on every batch.
-        self._local = threading.local()
+        self._zstd = Zstd()
 
     def compress(self, data: BytesLike) -> bytes:
-        try:
-            compressor: Any = self._local.compressor
-        except AttributeError:
-            compressor = self._local.compressor = self._new_compressor()
-        out: bytes = compressor.compress(data)
-        return out
+        return self._zstd.compress(data)
 
     def decompress(self, data: BytesLike, max_size: int) -> bytes:
-        decompressor = zstd_decompressor(self._local, self._new_decompressor, max_size)
+        decompressor = self._zstd.decompressor(max_size)
         # A stream reader, not decompress(): that one trusts the frame's declared content
         # size for its allocation. A truncated frame just ends early here; the record
         # parser then finds records missing.
@@ -201,7 +182,7 @@ class _ZstdCodec:
                     return b"".join(parts)
                 parts.append(out)
                 budget -= len(out)
-        except self._error as error:
+        except self._zstd.error as error:
             raise corrupt_payload("ZSTD", error) from error
         raise _too_big("ZSTD", max_size)
 
@@ -216,23 +197,16 @@ _I32 = struct.Struct(">i")
 
 
 class _SnappyCodec:
-    __slots__ = ("_compress", "_decompress", "_error", "_length")
+    __slots__ = ("_snappy",)
 
     def __init__(self) -> None:
-        try:
-            import cramjam
-        except ImportError as error:
-            raise missing_package("SNAPPY", "cramjam", "snappy") from error
-        self._compress = cramjam.snappy.compress_raw
-        self._decompress = cramjam.snappy.decompress_raw
-        self._length = cramjam.snappy.decompress_raw_len
-        self._error: type[Exception] = cramjam.DecompressionError
+        self._snappy = SnappyBlocks()
 
     def compress(self, data: BytesLike) -> bytes:
         view = memoryview(data)
         parts = [_XERIAL_HEADER]
         for start in range(0, len(view), _XERIAL_BLOCK):
-            block = bytes(self._compress(view[start : start + _XERIAL_BLOCK]))
+            block = bytes(self._snappy.compress(view[start : start + _XERIAL_BLOCK]))
             parts.append(_I32.pack(len(block)))
             parts.append(block)
         return b"".join(parts)
@@ -259,12 +233,13 @@ class _SnappyCodec:
         return b"".join(parts)
 
     def _block(self, block: bytes, budget: int, max_size: int) -> bytes:
+        snappy = self._snappy
         try:
             # A raw block starts with its uncompressed length: check it before allocating.
-            if self._length(block) > budget:
+            if snappy.length(block) > budget:
                 raise _too_big("SNAPPY", max_size)
-            return bytes(self._decompress(block))
-        except self._error as error:
+            return bytes(snappy.decompress(block))
+        except snappy.error as error:
             raise corrupt_payload("SNAPPY", error) from error
 
 

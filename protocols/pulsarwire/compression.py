@@ -11,14 +11,13 @@ is asked for, and a missing one raises ``InvalidConfigurationError`` naming the 
 from __future__ import annotations
 
 import functools
-import threading
 import zlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
 from msgclient.options import CompressionType
-from protocols.codecs import BytesLike, corrupt_payload, missing_package, zstd_decompressor
+from protocols.codecs import BytesLike, SnappyBlocks, Zstd, corrupt_payload, load_package
 
 __all__ = ["PULSAR_COMPRESSION_TYPES", "Codec", "get_codec"]
 
@@ -90,13 +89,10 @@ class _Lz4Codec:
     __slots__ = ("_compress", "_decompress", "_error")
 
     def __init__(self) -> None:
-        try:
-            import lz4.block
-        except ImportError as error:
-            raise missing_package("LZ4", "lz4", "lz4") from error
-        self._compress = lz4.block.compress
-        self._decompress = lz4.block.decompress
-        self._error: type[Exception] = lz4.block.LZ4BlockError
+        block = load_package("lz4.block", "LZ4", "lz4")
+        self._compress = block.compress
+        self._decompress = block.decompress
+        self._error: type[Exception] = block.LZ4BlockError
 
     def compress(self, data: BytesLike) -> bytes:
         out: bytes = self._compress(data, store_size=False)
@@ -111,40 +107,22 @@ class _Lz4Codec:
 
 
 class _ZstdCodec:
-    __slots__ = (
-        "_error",
-        "_frame_content_size",
-        "_local",
-        "_new_compressor",
-        "_new_decompressor",
-    )
+    __slots__ = ("_zstd",)
 
     def __init__(self) -> None:
-        try:
-            import zstandard
-        except ImportError as error:
-            raise missing_package("ZSTD", "zstandard", "zstd") from error
-        # Level 3, as the Java and C++ clients.
-        self._new_compressor = functools.partial(zstandard.ZstdCompressor, level=3)
-        self._new_decompressor = zstandard.ZstdDecompressor
-        self._error: type[Exception] = zstandard.ZstdError
-        self._frame_content_size = _frame_content_size(zstandard)
-        # zstandard's (de)compressor objects must not be shared between threads; reusing
-        # one per thread saves ~3 us of context setup per call, most of a small entry's cost.
-        self._local = threading.local()
+        self._zstd = Zstd()
 
     def compress(self, data: BytesLike) -> bytes:
-        try:
-            compressor: Any = self._local.compressor
-        except AttributeError:
-            compressor = self._local.compressor = self._new_compressor()
-        out: bytes = compressor.compress(data)
-        return out
+        return self._zstd.compress(data)
 
     def decompress(self, data: BytesLike, uncompressed_size: int) -> bytes:
-        decompressor = zstd_decompressor(self._local, self._new_decompressor, uncompressed_size)
+        zstd = self._zstd
+        decompressor = zstd.decompressor(uncompressed_size)
         # A frame that records its size is allocated at that size: refuse a lie first.
-        recorded = self._frame_content_size(data)
+        try:
+            recorded = int(zstd.module.frame_content_size(data))
+        except zstd.error:
+            recorded = -1  # none recorded, or not a frame: decompress says what is wrong
         if recorded > uncompressed_size:
             raise ProtocolError(
                 f"ZSTD frame says {recorded} bytes, metadata says {uncompressed_size}"
@@ -152,49 +130,31 @@ class _ZstdCodec:
         try:
             # max_output_size only matters for frames that do not record their size.
             out: bytes = decompressor.decompress(data, max_output_size=uncompressed_size)
-        except self._error as error:
+        except zstd.error as error:
             raise corrupt_payload("ZSTD", error) from error
         return _checked("ZSTD", out, uncompressed_size)
 
 
-def _frame_content_size(zstandard: Any) -> Callable[[BytesLike], int]:
-    """The content size a zstd frame records (-1: none, or not a readable frame)."""
-
-    def size(data: BytesLike) -> int:
-        try:
-            return int(zstandard.frame_content_size(data))
-        except zstandard.ZstdError:
-            return -1  # decompress reports what is wrong with it
-
-    return size
-
-
 class _SnappyCodec:
-    __slots__ = ("_compress", "_decompress", "_error", "_length")
+    __slots__ = ("_snappy",)
 
     def __init__(self) -> None:
-        try:
-            import cramjam
-        except ImportError as error:
-            raise missing_package("SNAPPY", "cramjam", "snappy") from error
-        self._compress = cramjam.snappy.compress_raw
-        self._decompress = cramjam.snappy.decompress_raw
-        self._length = cramjam.snappy.decompress_raw_len
-        self._error: type[Exception] = cramjam.DecompressionError
+        self._snappy = SnappyBlocks()
 
     def compress(self, data: BytesLike) -> bytes:
-        return bytes(self._compress(data))
+        return bytes(self._snappy.compress(data))
 
     def decompress(self, data: BytesLike, uncompressed_size: int) -> bytes:
+        snappy = self._snappy
         try:
             # The block starts with its uncompressed length: check it before allocating.
-            declared = self._length(data)
+            declared = snappy.length(data)
             if declared != uncompressed_size:
                 raise ProtocolError(
                     f"SNAPPY payload declares {declared} bytes, metadata says {uncompressed_size}"
                 )
-            return bytes(self._decompress(data))
-        except self._error as error:
+            return bytes(snappy.decompress(data))
+        except snappy.error as error:
             raise corrupt_payload("SNAPPY", error) from error
 
 
