@@ -47,6 +47,7 @@ from msgclient.schema_info import SchemaInfo
 from msgclient.url import ServiceUrl
 from protocols.kafkawire import errors
 from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
 from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.message_id import KafkaMessageId
@@ -55,7 +56,6 @@ from protocols.kafkawire.partitioner import make_kafka_router
 from protocols.kafkawire.produce_sender import ProduceSenders
 from protocols.kafkawire.producer import KafkaProducerTransport
 from protocols.kafkawire.sasl import make_mechanism
-from protocols.kafkawire.session import KafkaConnection, KafkaSession
 
 PLAIN_SCHEME, TLS_SCHEME = "kafka", "kafka+ssl"
 DEFAULT_PORTS = {PLAIN_SCHEME: 9092, TLS_SCHEME: 9093}
@@ -89,7 +89,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         if options.sasl_mechanism is not None:  # bad names and credentials fail here
             assert options.sasl_username is not None and options.sasl_password is not None
             make_mechanism(options.sasl_mechanism, options.sasl_username, options.sasl_password)
-        self.pool: ConnectionPool[KafkaSession] = ConnectionPool(
+        self.pool: ConnectionPool[KafkaConnection] = ConnectionPool(
             self._connect, options.connections_per_broker
         )
         bootstrap = [f"{host}:{port}" for host, port in url.with_default_port(self.default_port)]
@@ -184,7 +184,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         host, _, port = physical.rpartition(":")
         options = self._options
         connection = await open_connection(
-            lambda c: KafkaSession(c, self.client_id),
+            lambda **settings: KafkaConnection(client_id=self.client_id, **settings),
             host,
             int(port),
             ssl_context=self._ssl_context,
@@ -211,9 +211,9 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         request = ApiVersionsRequest(
             client_software_name="msgclient", client_software_version=__version__
         )
-        answer = await session.request(request, API_VERSIONS_FIRST)
+        answer = await connection.request(request, API_VERSIONS_FIRST)
         if answer.error_code == errors.UNSUPPORTED_VERSION:  # an older broker: ask at v0
-            answer = await session.request(ApiVersionsRequest(), 0)
+            answer = await connection.request(ApiVersionsRequest(), 0)
         if answer.error_code:
             raise errors.kafka_error(answer.error_code, f"ApiVersions from {connection.address}")
         session.versions = ApiVersionTable(
@@ -228,8 +228,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         mechanism = make_mechanism(
             options.sasl_mechanism, options.sasl_username, options.sasl_password
         )
-        session = connection.session
-        handshake = await session.request(SaslHandshakeRequest(mechanism=mechanism.name))
+        handshake = await connection.request(SaslHandshakeRequest(mechanism=mechanism.name))
         if handshake.error_code:
             raise AuthenticationError(
                 f"{connection.address} does not offer SASL {mechanism.name} "
@@ -237,7 +236,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
             )
         message: bytes | None = mechanism.initial_response()
         while message is not None:
-            answer = await session.request(SaslAuthenticateRequest(auth_bytes=message))
+            answer = await connection.request(SaslAuthenticateRequest(auth_bytes=message))
             if answer.error_code:
                 raise AuthenticationError(
                     f"SASL {mechanism.name} at {connection.address} failed: "

@@ -6,9 +6,9 @@ from __future__ import annotations
 import attrs
 
 from msgclient.core.network.connection_pool import ConnectionPool
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.metadata import KafkaLookupService
 from protocols.kafkawire.produce_sender import ProduceSenders
-from protocols.kafkawire.session import KafkaSession
 
 
 @attrs.frozen
@@ -16,7 +16,7 @@ class KafkaContext:
     """The client's connections, metadata, Produce request senders, client id (for names)
     and operation timeout."""
 
-    pool: ConnectionPool[KafkaSession]
+    pool: ConnectionPool[KafkaConnection]
     lookup: KafkaLookupService
     senders: ProduceSenders
     client_id: str

@@ -29,10 +29,10 @@ from msgclient.errors import MsgClientError
 from msgclient.message import Message
 from msgclient.options import ConsumerOptions
 from protocols.kafkawire import errors
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.metadata import KafkaLookupService
 from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import decode_record_batches
-from protocols.kafkawire.session import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +225,7 @@ class Fetcher:
                 for topic, group in by_topic.items()
             },
         )
-        response = await connection.session.request(request)
+        response = await connection.request(request)
         if response.error_code:
             raise errors.kafka_error(response.error_code, f"Fetch from {connection.address}")
         answers = {
@@ -302,7 +302,7 @@ class Fetcher:
             self._options,
             {state.topic: [(state.partition, first, self._options.max_partition_fetch_bytes)]},
         )
-        response = await connection.session.request(request)
+        response = await connection.request(request)
         answer = response.responses[0].partitions[0] if response.responses else None
         if answer is None or answer.error_code:
             code = answer.error_code if answer is not None else errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -444,7 +444,7 @@ async def list_offset(
         ],
         timeout_ms=int(connection.operation_timeout * 1000),
     )
-    response = await connection.session.request(request)
+    response = await connection.request(request)
     answer = response.topics[0].partitions[0]
     if answer.error_code:
         raise errors.kafka_error(answer.error_code, f"ListOffsets of {topic}-{partition}")

@@ -36,6 +36,7 @@ from msgclient.options import ConsumerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire import group_requests as requests
 from protocols.kafkawire.assignors import ASSIGNORS, Assignment, Assignor, decode_assignment
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.group_coordinator import CoordinatorLink, new_backoff, retry_later
 from protocols.kafkawire.group_requests import (
@@ -43,7 +44,6 @@ from protocols.kafkawire.group_requests import (
     JoinAnswer,
     RebalanceInProgressError,
 )
-from protocols.kafkawire.session import KafkaConnection
 
 __all__ = [
     "AssignmentListener",

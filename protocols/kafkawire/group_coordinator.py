@@ -26,8 +26,8 @@ from msgclient.errors import (
 )
 from protocols.kafkawire import errors
 from protocols.kafkawire import group_requests as requests
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.context import KafkaContext
-from protocols.kafkawire.session import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class CoordinatorLink:
             if connection is not None and connection.is_open:
                 return connection
             broker = await self._context.lookup.any_broker()
-            response = await broker.session.request(requests.find_coordinator(self.group_id))
+            response = await broker.request(requests.find_coordinator(self.group_id))
             address = requests.coordinator_address(response, self.group_id)
             connection = await self._context.pool.get_connection(
                 f"{address} ({self._tag})", address
@@ -98,9 +98,9 @@ class CoordinatorLink:
         connection = await self.ensure()
         try:
             if bound is None:
-                return connection, await connection.session.request(request, timed=timed)
+                return connection, await connection.request(request, timed=timed)
             async with asyncio.timeout(bound):
-                return connection, await connection.session.request(request, timed=timed)
+                return connection, await connection.request(request, timed=timed)
         except TRANSPORT_ERRORS:
             self.unknown(connection)
             raise

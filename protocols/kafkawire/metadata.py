@@ -19,7 +19,7 @@ from kafka.protocol.metadata import MetadataRequest
 from msgclient.core.network.lookup import BrokerAddress, LookupService
 from msgclient.errors import ConnectError, TopicLookupError
 from protocols.kafkawire import errors
-from protocols.kafkawire.session import KafkaConnection
+from protocols.kafkawire.connection import KafkaConnection
 
 Connect = Callable[[str], Awaitable[KafkaConnection]]
 
@@ -101,7 +101,7 @@ class KafkaLookupService(LookupService):
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
             allow_auto_topic_creation=True,
         )
-        response = await connection.session.request(request)
+        response = await connection.request(request)
         brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
         (answer,) = [t for t in response.topics if t.name == topic] or [None]
         if answer is None:
@@ -120,4 +120,3 @@ class KafkaLookupService(LookupService):
             for i in range(max(by_index) + 1)
         )
         return TopicMetadata(leaders, self._loop.time())
-

@@ -17,7 +17,7 @@ from msgclient.contract import OpSend
 from msgclient.core.network.sender import NodeSender, ReadyBatch
 from msgclient.errors import ConnectionClosedError, MessageEncodingError, MsgClientError
 from msgclient.options import ProducerOptions
-from protocols.kafkawire.session import KafkaConnection
+from protocols.kafkawire.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,6 @@ class ProduceSenders:
 
 def _make_sender(connection: KafkaConnection, options: ProducerOptions) -> ProduceSender:
     """The sender of one connection for producers with these acks and limits."""
-    session = connection.session
     acks = options.acks
     timeout_ms = int(connection.operation_timeout * 1000)
 
@@ -93,7 +92,7 @@ def _make_sender(connection: KafkaConnection, options: ProducerOptions) -> Produ
         for batch in batches:
             transport = batch.transport
             by_topic.setdefault(transport.topic, []).append((transport.partition, batch.op.frame))
-        answer = session.produce(acks, timeout_ms, list(by_topic.items()))
+        answer = connection.produce(acks, timeout_ms, list(by_topic.items()))
         if answer is None:  # acks=0
             for batch in batches:
                 batch.transport.on_sent_unacknowledged(batch)

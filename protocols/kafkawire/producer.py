@@ -32,12 +32,12 @@ from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions
 from protocols.kafkawire import errors
 from protocols.kafkawire.compression import get_kafka_codec
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.fetcher import DELIVER_AT_HEADER
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.produce_sender import ProduceBatch, ProduceSender
 from protocols.kafkawire.records import encode_record_batch, with_producer_state
-from protocols.kafkawire.session import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class KafkaProducerTransport(ProducerTransport):
         request = InitProducerIdRequest(
             transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
         )
-        answer = await connection.session.request(request)
+        answer = await connection.request(request)
         if answer.error_code:
             raise errors.kafka_error(answer.error_code, "InitProducerId")
         self._producer_id = answer.producer_id

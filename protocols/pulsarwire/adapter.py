@@ -30,13 +30,13 @@ from msgclient.errors import (
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
+from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.consumer import PulsarConsumerTransport
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.framing import encode_command
 from protocols.pulsarwire.lookup import PulsarLookupService
 from protocols.pulsarwire.producer import PulsarProducerTransport
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
-from protocols.pulsarwire.session import PulsarConnection, PulsarSession
 
 PLAIN_SCHEME, TLS_SCHEME = "pulsar", "pulsar+ssl"
 DEFAULT_PORTS = {PLAIN_SCHEME: 6650, TLS_SCHEME: 6651}
@@ -47,7 +47,7 @@ CLIENT_VERSION = f"msgclient-{__version__}"
 class PulsarBackend(ProtocolBackend[None]):
     def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
         self._use_service(url, options)
-        self.pool: ConnectionPool[PulsarSession] = ConnectionPool(
+        self.pool: ConnectionPool[PulsarConnection] = ConnectionPool(
             self._connect, options.connections_per_broker
         )
         self.lookup = PulsarLookupService(
@@ -169,7 +169,7 @@ class PulsarBackend(ProtocolBackend[None]):
         # Credentials first: a token fetched from an issuer holds no socket open meanwhile.
         auth_data = await self._auth_data(auth) if auth is not None else b""
         connection = await open_connection(
-            self._new_session,
+            self._new_connection,
             host,
             port,
             ssl_context=self._ssl_context,
@@ -197,7 +197,7 @@ class PulsarBackend(ProtocolBackend[None]):
         )
         try:
             async with asyncio.timeout(options.operation_timeout_seconds):
-                await connection.session.connected
+                await connection.connected
         except TimeoutError as error:
             connection.close()
             raise ConnectError(
@@ -218,9 +218,16 @@ class PulsarBackend(ProtocolBackend[None]):
             raise
         return connection
 
-    def _new_session(self, connection: PulsarConnection) -> PulsarSession:
+    def _new_connection(
+        self, *, address: str, operation_timeout: float, keepalive_interval: float
+    ) -> PulsarConnection:
         responder = self._auth_response if self._authentication is not None else None
-        return PulsarSession(connection, responder)
+        return PulsarConnection(
+            address=address,
+            operation_timeout=operation_timeout,
+            keepalive_interval=keepalive_interval,
+            auth_responder=responder,
+        )
 
     async def _auth_response(self) -> bytes:
         """AUTH_RESPONSE to the broker's AUTH_CHALLENGE: the current credentials, refreshed

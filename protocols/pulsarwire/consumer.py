@@ -37,6 +37,7 @@ from protocols.pulsarwire.acks import (
     ack_set,
     redeliver_commands,
 )
+from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_decryptor, undecrypted_message
 from protocols.pulsarwire.framing import (
@@ -49,7 +50,6 @@ from protocols.pulsarwire.message_id import EARLIEST, UINT64_MASK, PulsarMessage
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
 from protocols.pulsarwire.schema import schema_command
-from protocols.pulsarwire.session import PulsarConnection
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._connection = connection
         self._max_entry_size = session.max_message_size + MESSAGE_SIZE_FRAME_PADDING
         try:
-            await session.request(request_id, command)
+            await connection.request(request_id, command)
         except BaseException as error:
             session.consumers.pop(self.consumer_id, None)
             self._connection = None
@@ -167,7 +167,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         for ack in commands:
             ack.request_id = connection.new_request_id()
             command = pb.BaseCommand(type=Type.ACK, ack=ack)
-            receipts.append(connection.session.request(ack.request_id, command))
+            receipts.append(connection.request(ack.request_id, command))
         return _all_confirmed(receipts) if receipts else None
 
     def redeliver(self, message_ids: list[MessageId] | None) -> None:
@@ -202,7 +202,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._start, self._start_inclusive = target, self._options.start_message_id_inclusive
         self._seeking = True
         try:
-            await connection.session.request(request_id, pb.BaseCommand(type=Type.SEEK, seek=seek))
+            await connection.request(request_id, pb.BaseCommand(type=Type.SEEK, seek=seek))
         except BaseException:
             self._start, self._start_inclusive = before
             raise
@@ -219,7 +219,7 @@ class PulsarConsumerTransport(ConsumerTransport):
                 consumer_id=self.consumer_id, request_id=request_id
             ),
         )
-        answer = await connection.session.request(request_id, command)
+        answer = await connection.request(request_id, command)
         last = PulsarMessageId.from_proto(
             cast(pb.CommandGetLastMessageIdResponse, answer).last_message_id
         )
@@ -234,7 +234,7 @@ class PulsarConsumerTransport(ConsumerTransport):
             type=Type.UNSUBSCRIBE,
             unsubscribe=pb.CommandUnsubscribe(consumer_id=self.consumer_id, request_id=request_id),
         )
-        await connection.session.request(request_id, command)
+        await connection.request(request_id, command)
         # The broker dropped the consumer with its subscription: nothing is left to close.
         connection.session.consumers.pop(self.consumer_id, None)
         self._connection = None
@@ -260,7 +260,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         # If the connection dies first, the broker drops the consumer with it anyway; a
         # refusal (an unknown consumer) leaves nothing to close either.
         with contextlib.suppress(ConnectionClosedError, OperationTimeoutError, BrokerError):
-            await connection.session.request(request_id, command)
+            await connection.request(request_id, command)
 
     # -- from the session ---------------------------------------------------------------
 

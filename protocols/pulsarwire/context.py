@@ -7,8 +7,8 @@ from collections.abc import Callable
 import attrs
 
 from msgclient.core.network.connection_pool import ConnectionPool
+from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.lookup import PulsarLookupService
-from protocols.pulsarwire.session import PulsarSession
 
 
 @attrs.frozen
@@ -16,7 +16,7 @@ class PulsarContext:
     """The client's connections and lookups, and its producer and consumer ids (unique per
     client: see ``PulsarBackend`` for why not per connection)."""
 
-    pool: ConnectionPool[PulsarSession]
+    pool: ConnectionPool[PulsarConnection]
     lookup: PulsarLookupService
     new_producer_id: Callable[[], int]
     new_consumer_id: Callable[[], int]

@@ -14,14 +14,14 @@ from typing import cast
 from msgclient.core.network.connection_pool import ConnectionPool
 from msgclient.core.network.lookup import BrokerAddress, LookupService
 from msgclient.errors import TopicLookupError
+from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
-from protocols.pulsarwire.session import PulsarSession
 
 
 class PulsarLookupService(LookupService):
     def __init__(
         self,
-        pool: ConnectionPool[PulsarSession],
+        pool: ConnectionPool[PulsarConnection],
         service_addresses: list[str],
         use_tls: bool,
         max_redirects: int,
@@ -52,7 +52,7 @@ class PulsarLookupService(LookupService):
                 topic=topic, request_id=request_id
             ),
         )
-        answer = await connection.session.request(request_id, command)
+        answer = await connection.request(request_id, command)
         return cast(pb.CommandPartitionedTopicMetadataResponse, answer).partitions
 
     async def _fetch_broker(self, topic: str) -> BrokerAddress:
@@ -69,7 +69,7 @@ class PulsarLookupService(LookupService):
                 ),
             )
             answer = cast(
-                pb.CommandLookupTopicResponse, await connection.session.request(request_id, command)
+                pb.CommandLookupTopicResponse, await connection.request(request_id, command)
             )
             broker = answer.brokerServiceUrlTls if self._use_tls else answer.brokerServiceUrl
             if not broker:

@@ -11,6 +11,7 @@ from msgclient.errors import ConnectionClosedError, MessageTooBigError, Operatio
 from msgclient.message import MessageId
 from msgclient.options import CompressionType, ProducerOptions
 from protocols.pulsarwire.compression import get_codec
+from protocols.pulsarwire.connection import PulsarConnection, SendFrame
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
@@ -18,7 +19,7 @@ from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.send_codec import SendEncoder
-from protocols.pulsarwire.session import PulsarConnection, PulsarSession, SendFrame, broker_error
+from protocols.pulsarwire.session import PulsarSession, broker_error
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class PulsarProducerTransport(ProducerTransport):
         self._epoch += 1
         session.producers[self.producer_id] = self  # receipts may follow the answer at once
         try:
-            answer = await session.request(
+            answer = await connection.request(
                 request_id, pb.BaseCommand(type=pb.BaseCommand.PRODUCER, producer=producer)
             )
         except BaseException:
@@ -133,7 +134,7 @@ class PulsarProducerTransport(ProducerTransport):
 
     def write(self, op: OpSend) -> None:
         if self._connection is not None:
-            self._connection.session.sender.ready(SendFrame(self.producer_id, op.frame))
+            self._connection.sender.ready(SendFrame(self.producer_id, op.frame))
 
     def drop_connection(self, reason: str) -> None:
         if self._connection is not None:
@@ -154,7 +155,7 @@ class PulsarProducerTransport(ProducerTransport):
         )
         # If the connection dies first, the broker drops the producer with it anyway.
         with contextlib.suppress(ConnectionClosedError, OperationTimeoutError):
-            await session.request(request_id, command)
+            await connection.request(request_id, command)
 
     # -- from the session ---------------------------------------------------------------
 

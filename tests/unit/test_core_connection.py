@@ -1,21 +1,27 @@
-"""Connection: requests, timeouts, keepalive and failures, against a scripted loopback peer.
+"""Connection: requests, timeouts, keepalive and failures, against a scripted loopback peer;
+what it does with its session's events, with bytes over a transport that keeps what is
+written (no socket).
 
 The connection is protocol-agnostic, so these tests drive it with a toy line protocol:
 the client sends ``REQ <id> <text>``; the peer answers ``ANS <id> <TEXT>`` (upper case)
-and ``PONG`` to ``PING``. The request text can ask the peer to misbehave instead.
+and ``PONG`` to ``PING``. The request text can ask the peer to misbehave instead. The
+session also reads a refusal (``ERR <id> <TEXT>``), a request held (``HOLD <id>``) and a
+``PING`` (answered ``PONG`` by itself): the tests without a socket feed those.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 
 from msgclient.core.network.connection import Connection, open_connection
+from msgclient.core.network.events import Answer, Hold, Refusal, Write
 from msgclient.errors import (
+    BrokerError,
     ConnectError,
     ConnectionClosedError,
     MalformedFrameError,
@@ -23,35 +29,40 @@ from msgclient.errors import (
     ProtocolError,
     TruncatedFrameError,
 )
+from tests.unit.fake_transport import FakeTransport, attach
 
 WAIT = 2.0  # no wait in these tests should come close
 
 
 class ToySession:
-    """The client half of the toy protocol (a ``ProtocolSession``)."""
+    """The client half of the toy protocol (a sans-IO ``ProtocolSession``)."""
 
-    def __init__(self, connection: Connection[ToySession]) -> None:
-        self.connection = connection
+    def __init__(self) -> None:
         self.buffer = b""
-        self.late: list[int] = []  # answers that found no pending request
         self.pongs = 0
         self.lost: list[ConnectionClosedError] = []
 
-    def data_received(self, data: bytes) -> None:
+    def receive_data(self, data: bytes) -> Iterator[object]:
         self.buffer += data
         while b"\n" in self.buffer:
             line, _, self.buffer = self.buffer.partition(b"\n")
             kind, _, rest = line.partition(b" ")
             if kind == b"ANS":
                 request_id, _, text = rest.partition(b" ")
-                if not self.connection.resolve(int(request_id), text.decode()):
-                    self.late.append(int(request_id))
+                yield Answer(int(request_id), text.decode())
+            elif kind == b"ERR":
+                request_id, _, text = rest.partition(b" ")
+                yield Refusal(int(request_id), BrokerError("Refused", text.decode()))
+            elif kind == b"HOLD":
+                yield Hold(int(rest))
+            elif kind == b"PING":
+                yield Write(b"PONG\n")
             elif kind == b"PONG":
                 self.pongs += 1
             else:
                 raise MalformedFrameError(f"unknown line {line!r}")
 
-    def eof_received(self) -> None:
+    def receive_eof(self) -> None:
         if self.buffer:
             raise TruncatedFrameError(f"stream ended inside a line: {self.buffer!r}")
 
@@ -62,9 +73,20 @@ class ToySession:
         self.lost.append(error)
 
 
+def toy_connection(
+    *, address: str, operation_timeout: float, keepalive_interval: float
+) -> Connection[ToySession]:
+    return Connection(
+        ToySession(),
+        address=address,
+        operation_timeout=operation_timeout,
+        keepalive_interval=keepalive_interval,
+    )
+
+
 def request(connection: Connection[ToySession], text: str) -> asyncio.Future[Any]:
     request_id = connection.new_request_id()
-    return connection.request(request_id, f"REQ {request_id} {text}\n".encode())
+    return connection.send_request(request_id, f"REQ {request_id} {text}\n".encode())
 
 
 class Peer:
@@ -166,7 +188,7 @@ async def connect(peer: Peer) -> AsyncIterator[Connect]:
         operation_timeout: float = WAIT, keepalive_interval: float = 30.0
     ) -> Connection[ToySession]:
         connection = await open_connection(
-            ToySession,
+            toy_connection,
             "127.0.0.1",
             peer.port,
             ssl_context=None,
@@ -193,7 +215,7 @@ async def test_requests_are_resolved_by_their_answers(connect: Connect, peer: Pe
         results = await asyncio.gather(
             request(connection, "hello"), request(connection, "slow"), request(connection, "bye")
         )
-    assert results == ["HELLO", "SLOW", "BYE"]  # the slow one answered last, still matched
+    assert list(results) == ["HELLO", "SLOW", "BYE"]  # the slow one answered last, still matched
 
 
 async def test_request_times_out_and_the_connection_stays_usable(connect: Connect) -> None:
@@ -209,17 +231,25 @@ async def test_request_times_out_and_the_connection_stays_usable(connect: Connec
         assert await request(connection, "still there") == "STILL THERE"
 
 
-async def test_late_answer_after_a_timeout_is_dropped(connect: Connect, peer: Peer) -> None:
+async def test_late_answer_after_a_timeout_is_dropped(
+    connect: Connect, peer: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="msgclient.core.network.connection")
     peer.slow_delay = 0.15
     connection = await connect(operation_timeout=0.05)
     slow = request(connection, "slow")
     with pytest.raises(OperationTimeoutError):
         async with asyncio.timeout(WAIT):
             await slow
+
+    def late() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "late or unknown" in r.getMessage()]
+
     async with asyncio.timeout(WAIT):
-        while not connection.session.late:
-            await request(connection, "tick")
-    assert connection.session.late == [0]
+        while not late():
+            assert await request(connection, "tick") == "TICK"
+    assert late() == [f"late or unknown answer to request 0 from {connection.address}"]
+    assert connection.is_open
 
 
 async def test_each_request_times_out_on_its_own_deadline(connect: Connect) -> None:
@@ -300,7 +330,7 @@ async def test_a_request_the_broker_may_hold_suspends_the_keepalive(
     interval = 0.05
     connection = await connect(keepalive_interval=interval)
     request_id = connection.new_request_id()
-    held = connection.request(request_id, f"REQ {request_id} silence\n".encode(), timed=False)
+    held = connection.send_request(request_id, f"REQ {request_id} silence\n".encode(), timed=False)
     await asyncio.sleep(5 * interval)
     assert connection.is_open
     held.cancel()  # the caller gave up: silence counts again
@@ -404,7 +434,7 @@ async def test_refused_connection_raises_connect_error() -> None:
     await server.wait_closed()
     with pytest.raises(ConnectError, match=rf"cannot connect to 127\.0\.0\.1:{port}"):
         await open_connection(
-            ToySession,
+            toy_connection,
             "127.0.0.1",
             port,
             ssl_context=None,
@@ -412,3 +442,77 @@ async def test_refused_connection_raises_connect_error() -> None:
             operation_timeout=WAIT,
             keepalive_interval=30,
         )
+
+
+# -- the session's events, without a socket ------------------------------------------------
+
+
+@pytest.fixture
+async def attached() -> AsyncIterator[tuple[Connection[ToySession], FakeTransport]]:
+    """A connection on a transport that keeps what is written; closed at teardown."""
+    connection = toy_connection(address="peer:1", operation_timeout=0.05, keepalive_interval=30)
+    transport = attach(connection)
+    yield connection, transport
+    connection.close()
+    async with asyncio.timeout(WAIT):
+        await connection.closed
+
+
+Attached = tuple[Connection[ToySession], FakeTransport]
+
+
+async def test_answers_complete_their_requests_in_any_order(
+    attached: Attached, caplog: pytest.LogCaptureFixture
+) -> None:
+    connection, transport = attached
+    caplog.set_level(logging.DEBUG, logger="msgclient.core.network.connection")
+    first, second = request(connection, "one"), request(connection, "two")
+    assert transport.written == [b"REQ 0 one\n", b"REQ 1 two\n"]
+    connection.data_received(b"ANS 1 TWO\nANS 0 ONE\nANS 7 LATE\n")
+    assert (first.result(), second.result()) == ("ONE", "TWO")
+    assert "late or unknown answer to request 7 from peer:1" in caplog.text
+    assert connection.is_open
+
+
+async def test_a_refusal_fails_its_request(attached: Attached) -> None:
+    connection, _ = attached
+    refused = request(connection, "no")
+    connection.data_received(b"ERR 0 NOT YOU\n")
+    with pytest.raises(BrokerError, match="NOT YOU"):
+        refused.result()
+    assert connection.is_open
+
+
+async def test_a_held_request_waits_past_the_operation_timeout(attached: Attached) -> None:
+    connection, _ = attached
+    held, timed = request(connection, "hold"), request(connection, "timed")
+    connection.data_received(b"HOLD 0\n")
+    await asyncio.sleep(0.1)  # twice the operation timeout
+    with pytest.raises(OperationTimeoutError):
+        timed.result()
+    assert not held.done()
+    connection.data_received(b"ANS 0 HOLD\n")
+    assert held.result() == "HOLD"
+
+
+async def test_bytes_the_session_answers_with_are_written(attached: Attached) -> None:
+    connection, transport = attached
+    connection.data_received(b"PING\nPING\n")
+    assert transport.written == [b"PONG\n", b"PONG\n"]
+
+
+async def test_answers_before_a_bad_line_complete_before_the_connection_ends(
+    attached: Attached,
+) -> None:
+    """The session's events come as it decodes: an answer read together with bytes that
+    break the protocol still completes its request."""
+    connection, transport = attached
+    answered, pending = request(connection, "one"), request(connection, "two")
+    connection.data_received(b"ANS 0 ONE\nNONSENSE\nANS 1 TWO\n")
+    assert answered.result() == "ONE"
+    assert transport.closed
+    async with asyncio.timeout(WAIT):
+        await connection.closed
+    with pytest.raises(ConnectionClosedError) as caught:
+        pending.result()
+    assert isinstance(caught.value.__cause__, MalformedFrameError)

@@ -1,10 +1,13 @@
 """One broker connection: bytes to an adapter session, requests correlated to futures.
 
 The connection owns the socket, the request table and the timers (request timeouts and
-keepalive); it knows nothing of any protocol. The adapter's ``ProtocolSession`` turns bytes
-into frames (a sans-IO codec), answers requests through ``resolve``/``reject`` and routes
-everything else to its producers and consumers. When the socket dies, for any reason, every
-pending request fails at once with ConnectionClosedError.
+keepalive); it knows nothing of any protocol. The adapter's ``ProtocolSession`` is sans-IO,
+as h11 is: it turns the bytes received into events (``core/network/events.py``: answer,
+refuse or hold a request, write bytes back) and routes everything else to the producers
+and consumers registered on it; the connection acts on the events. An adapter subclasses
+the connection for what is its own (a handshake, requests built from its messages). When
+the socket dies, for any reason, every pending request fails at once with
+ConnectionClosedError.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import itertools
 import logging
 import ssl
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+from msgclient.core.network.events import Answer, Hold, Refusal, Write
 from msgclient.errors import (
     ConnectError,
     ConnectionClosedError,
@@ -35,12 +39,14 @@ WRITE_CHUNK = 64 * 1024
 
 
 class ProtocolSession(Protocol):
-    """The adapter's half of a connection."""
+    """The adapter's sans-IO half of a connection: no socket, no loop, no futures."""
 
-    def data_received(self, data: bytes) -> None:
-        """Decode and dispatch; raise ProtocolError on bytes that break the protocol."""
+    def receive_data(self, data: bytes) -> Iterable[object]:
+        """Decode and route; the events for the connection, produced as it iterates (so
+        the answers before a bad frame still complete). ProtocolError on bytes that break
+        the protocol."""
 
-    def eof_received(self) -> None:
+    def receive_eof(self) -> None:
         """The peer closed its side; raise TruncatedFrameError if a frame was cut short."""
 
     def keepalive_probe(self) -> bytes:
@@ -51,6 +57,17 @@ class ProtocolSession(Protocol):
 
 
 S = TypeVar("S", bound=ProtocolSession)
+C_co = TypeVar("C_co", bound="Connection[Any]", covariant=True)
+C = TypeVar("C", bound="Connection[Any]")
+
+
+class ConnectionFactory(Protocol[C_co]):
+    """Builds the connection ``open_connection`` connects: the class, or a function that
+    adds a protocol's own arguments."""
+
+    def __call__(
+        self, *, address: str, operation_timeout: float, keepalive_interval: float
+    ) -> C_co: ...
 
 
 class Connection(asyncio.Protocol, Generic[S]):
@@ -58,12 +75,13 @@ class Connection(asyncio.Protocol, Generic[S]):
 
     def __init__(
         self,
-        session_factory: Callable[[Connection[S]], S],
+        session: S,
         *,
         address: str,
         operation_timeout: float,
         keepalive_interval: float,
     ) -> None:
+        self.session = session
         self.address = address
         self.operation_timeout = operation_timeout
         self._loop = asyncio.get_running_loop()
@@ -87,7 +105,6 @@ class Connection(asyncio.Protocol, Generic[S]):
         self._probe_sent_at: float | None = None
         self._close_error: ConnectionClosedError | None = None
         self.closed: asyncio.Future[ConnectionClosedError] = self._loop.create_future()
-        self.session: S = session_factory(self)
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -104,7 +121,8 @@ class Connection(asyncio.Protocol, Generic[S]):
     def data_received(self, data: bytes) -> None:
         self._last_received = self._loop.time()
         try:
-            self.session.data_received(data)
+            for event in self.session.receive_data(data):
+                self._on_event(event)
         except ProtocolError as error:
             _log_protocol_error(self.address, error)
             self.abort(error)
@@ -119,7 +137,7 @@ class Connection(asyncio.Protocol, Generic[S]):
 
     def eof_received(self) -> bool | None:
         try:
-            self.session.eof_received()
+            self.session.receive_eof()
         except ProtocolError as error:
             _log_protocol_error(self.address, error)
             self._close_error = _closed_by(self.address, error)
@@ -138,9 +156,33 @@ class Connection(asyncio.Protocol, Generic[S]):
         for future in requests.values():
             if not future.done():
                 future.set_exception(error)
-        self.session.connection_lost(error)
+        self._on_closed(error)
         if not self.closed.done():
             self.closed.set_result(error)
+
+    # -- the session's events -----------------------------------------------------------
+
+    def _on_event(self, event: object) -> None:
+        """Act on an event of the session; a protocol's subclass handles its own first."""
+        if isinstance(event, Answer):
+            if not self.resolve(event.request_id, event.result):
+                log.debug(
+                    "late or unknown answer to request %d from %s", event.request_id, self.address
+                )
+        elif isinstance(event, Refusal):
+            self.reject(event.request_id, event.error)
+        elif isinstance(event, Hold):
+            self.hold(event.request_id)
+        elif isinstance(event, Write):
+            self.write(event.data)
+        else:  # a bug: data_received ends the connection as after a protocol error
+            raise TypeError(f"{self.address}: no handler for the session event {event!r}")
+
+    def _on_closed(self, error: ConnectionClosedError) -> None:
+        """The connection is gone (pending requests failed already, ``closed`` resolves
+        next): the session tells its producers and consumers; a protocol's subclass drops
+        its own I/O (a handshake under way) first."""
+        self.session.connection_lost(error)
 
     # -- writing and requests -----------------------------------------------------------
 
@@ -196,7 +238,7 @@ class Connection(asyncio.Protocol, Generic[S]):
     def new_request_id(self) -> int:
         return next(self._request_ids)
 
-    def request(
+    def send_request(
         self, request_id: int, data: bytes | list[bytes], *, timed: bool = True
     ) -> asyncio.Future[Any]:
         """Send ``data`` and return a future for the answer with ``request_id``.
@@ -321,7 +363,7 @@ def _closed_by(address: str, cause: BaseException | None) -> ConnectionClosedErr
 
 
 async def open_connection(
-    session_factory: Callable[[Connection[S]], S],
+    factory: ConnectionFactory[C],
     host: str,
     port: int,
     *,
@@ -330,15 +372,14 @@ async def open_connection(
     connect_timeout: float,
     operation_timeout: float,
     keepalive_interval: float,
-) -> Connection[S]:
+) -> C:
     """Open a TCP (or TLS) connection to ``host:port`` within ``connect_timeout``."""
     loop = asyncio.get_running_loop()
     address = f"{host}:{port}"
     try:
         async with asyncio.timeout(connect_timeout):
             _, connection = await loop.create_connection(
-                lambda: Connection(
-                    session_factory,
+                lambda: factory(
                     address=address,
                     operation_timeout=operation_timeout,
                     keepalive_interval=keepalive_interval,

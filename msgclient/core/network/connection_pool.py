@@ -10,33 +10,34 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from typing import Generic
+from typing import Any, Generic, TypeVar
 
-from msgclient.core.network.connection import Connection, S
+from msgclient.core.network.connection import Connection
 from msgclient.errors import AlreadyClosedError, ConnectionClosedError
 
-Connector = Callable[[str, str], Awaitable[Connection[S]]]
+C = TypeVar("C", bound=Connection[Any])  # a protocol's connection class
+Connector = Callable[[str, str], Awaitable[C]]
 PoolKey = tuple[str, str, int]
 CLOSE_GRACE_SECONDS = 1.0  # how long close() lets connections flush what they buffered
 
 
-class ConnectionPool(Generic[S]):
+class ConnectionPool(Generic[C]):
     """Connections by broker; a dead connection is evicted and the next caller reopens it.
 
     ``connector(logical, physical)`` opens a connection and runs the protocol handshake;
     concurrent callers for the same key wait on the same attempt.
     """
 
-    def __init__(self, connector: Connector[S], connections_per_broker: int = 1) -> None:
+    def __init__(self, connector: Connector[C], connections_per_broker: int = 1) -> None:
         self._connector = connector
         self._per_broker = connections_per_broker
-        self._connections: dict[PoolKey, asyncio.Task[Connection[S]]] = {}
+        self._connections: dict[PoolKey, asyncio.Task[C]] = {}
         self._closed = False
 
     def __len__(self) -> int:
         return len(self._connections)
 
-    async def get_connection(self, logical: str, physical: str | None = None) -> Connection[S]:
+    async def get_connection(self, logical: str, physical: str | None = None) -> C:
         if self._closed:
             raise AlreadyClosedError("the client is closed")
         key = (logical, physical or logical, random.randrange(self._per_broker))
@@ -55,7 +56,7 @@ class ConnectionPool(Generic[S]):
                 raise AlreadyClosedError("the client is closed") from None
             raise
 
-    async def _open(self, key: PoolKey) -> Connection[S]:
+    async def _open(self, key: PoolKey) -> C:
         try:
             connection = await self._connector(key[0], key[1])
         except BaseException:
@@ -65,7 +66,7 @@ class ConnectionPool(Generic[S]):
         connection.closed.add_done_callback(lambda _: self._evict(key, connection))
         return connection
 
-    def _evict(self, key: PoolKey, connection: Connection[S]) -> None:
+    def _evict(self, key: PoolKey, connection: C) -> None:
         task = self._connections.get(key)
         if task is not None and task.done() and _result(task) is connection:
             del self._connections[key]
@@ -105,18 +106,18 @@ class ConnectionPool(Generic[S]):
                 await asyncio.wait(still_open, timeout=CLOSE_GRACE_SECONDS)
 
 
-def _result(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:
+def _result(task: asyncio.Task[C]) -> C | None:
     if task.cancelled() or task.exception() is not None:
         return None
     return task.result()
 
 
-def _abort(task: asyncio.Task[Connection[S]], error: ConnectionClosedError) -> None:
+def _abort(task: asyncio.Task[C], error: ConnectionClosedError) -> None:
     connection = _result(task)
     if connection is not None:
         connection.abort(error)
 
 
-def _open_connection(task: asyncio.Task[Connection[S]]) -> Connection[S] | None:
+def _open_connection(task: asyncio.Task[C]) -> C | None:
     connection = _result(task)
     return connection if connection is not None and connection.is_open else None

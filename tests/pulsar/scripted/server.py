@@ -46,10 +46,8 @@ WAIT = 2.0  # seconds: the longest a test waits for the server to see something
 # -- answers ------------------------------------------------------------------------------
 
 
-def connected(max_message_size: int | None = None) -> pb.BaseCommand:
+def connected() -> pb.BaseCommand:
     answer = pb.CommandConnected(server_version="scripted-pulsar", protocol_version=21)
-    if max_message_size is not None:
-        answer.max_message_size = max_message_size
     return pb.BaseCommand(type=Type.CONNECTED, connected=answer)
 
 

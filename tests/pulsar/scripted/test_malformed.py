@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections.abc import Callable
 
 import pytest
@@ -27,7 +26,6 @@ from tests.pulsar.scripted.server import (
     ServerConnection,
     Type,
     bad_checksum,
-    connected,
     lookup_connect,
     pb,
     truncated,
@@ -151,23 +149,3 @@ async def test_producer_survives_a_protocol_error_on_its_connection(
     producers = server.commands(Type.PRODUCER)
     first, again = (r.command.producer.producer_id for r in producers)
     assert first == again  # the same producer registered again
-
-
-async def test_frame_limit_follows_the_brokers_max_message_size(
-    server: ScriptedPulsarServer, make_client: MakeClient
-) -> None:
-    # After CONNECTED says max_message_size=1024, a frame over 1024 + 10 KiB of padding is
-    # refused, though it is far below the 5 MiB default.
-    def answer_connect(conn: ServerConnection, cmd: pb.BaseCommand) -> None:
-        conn.connect = cmd.connect
-        conn.send(connected(max_message_size=1024))
-
-    server.handlers[Type.CONNECT] = answer_connect
-    server.handlers[Type.PARTITIONED_METADATA] = lambda conn, cmd: conn.write(
-        struct.pack(">II", 1024 + 10 * 1024 + 1, 4)
-    )
-    with pytest.raises(ConnectionClosedError) as caught:
-        async with asyncio.timeout(WAIT):
-            await make_client(server.url, **NO_RETRY).create_producer(HEALTHY)
-    assert isinstance(caught.value.__cause__, FrameTooLargeError)
-    assert "maximum frame size 11264" in str(caught.value.__cause__)
