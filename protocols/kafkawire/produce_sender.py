@@ -14,10 +14,10 @@ import logging
 from typing import Any, Protocol
 
 from msgclient.contract import OpSend
-from msgclient.core.network.sender import NodeSender, ReadyBatch
 from msgclient.errors import ConnectionClosedError, MessageEncodingError, MsgClientError
 from msgclient.options import ProducerOptions
 from protocols.kafkawire.connection import KafkaConnection
+from protocols.kafkawire.node_sender import NodeSender, ReadyBatch
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 The core Connection writes, times requests out and completes their futures from the
 session's events; this class adds what is Pulsar's alone: requests built from commands,
 the handshake future that CONNECTED completes, the answer to an AUTH_CHALLENGE (the
-credentials come from an async provider, so it runs as a task) and the NodeSender that
-writes the SEND frames of every producer on the connection, in order.
+credentials come from an async provider, so it runs as a task). SEND frames need nothing
+of their own: producers write them to the connection, which keeps their order.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from msgclient.core.network.connection import Connection
-from msgclient.core.network.sender import NodeSender, ReadyBatch
 from msgclient.errors import ConnectionClosedError, MsgClientError
 from protocols.pulsarwire.framing import encode_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -25,16 +24,6 @@ log = logging.getLogger(__name__)
 
 # Builds the AUTH_RESPONSE frame that answers an AUTH_CHALLENGE (the adapter's credentials).
 AuthResponder = Callable[[], Awaitable[bytes]]
-
-
-class SendFrame(ReadyBatch):
-    """One SEND frame of a producer (its partition), waiting for the connection's drain."""
-
-    __slots__ = ("frame",)
-
-    def __init__(self, producer_id: int, frame: bytes) -> None:
-        super().__init__(producer_id, len(frame))
-        self.frame = frame
 
 
 class PulsarConnection(Connection[PulsarSession]):
@@ -57,17 +46,6 @@ class PulsarConnection(Connection[PulsarSession]):
         self._auth_responder = auth_responder
         self._auth_answer: asyncio.Task[None] | None = None
         self.connected: asyncio.Future[pb.CommandConnected] = self._loop.create_future()
-        # SEND frames of every producer on this connection, written in the order they were
-        # ready: one partition's batch per frame, no answer awaited at this level.
-        self.sender: NodeSender[SendFrame] = NodeSender(
-            lambda frames: self.write(frames[0].frame),
-            on_failure=lambda _, error: self.abort(error),  # resent on reconnect
-            max_in_flight=None,
-            max_request_bytes=None,
-            one_batch_per_request=True,
-            writable=lambda: self.writable,
-        )
-        self.on_writable(self.sender.wake)
 
     def request(self, request_id: int, command: pb.BaseCommand) -> asyncio.Future[Any]:
         """Send ``command``, which carries ``request_id``; a future of the broker's answer

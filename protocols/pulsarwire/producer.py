@@ -11,7 +11,7 @@ from msgclient.errors import ConnectionClosedError, MessageTooBigError, Operatio
 from msgclient.message import MessageId
 from msgclient.options import CompressionType, ProducerOptions
 from protocols.pulsarwire.compression import get_codec
-from protocols.pulsarwire.connection import PulsarConnection, SendFrame
+from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
@@ -134,7 +134,10 @@ class PulsarProducerTransport(ProducerTransport):
 
     def write(self, op: OpSend) -> None:
         if self._connection is not None:
-            self._connection.sender.ready(SendFrame(self.producer_id, op.frame))
+            # Straight to the socket, in the order written: while the socket takes no
+            # writes the frame waits in the connection's backlog (by reference: the op
+            # keeps it for a resend anyway).
+            self._connection.write(op.frame)
 
     def drop_connection(self, reason: str) -> None:
         if self._connection is not None:

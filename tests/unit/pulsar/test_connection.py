@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from msgclient.errors import AuthenticationError, ConnectionClosedError, TopicNotFoundError
-from protocols.pulsarwire.connection import AuthResponder, PulsarConnection, SendFrame
+from protocols.pulsarwire.connection import AuthResponder, PulsarConnection
 from protocols.pulsarwire.framing import FrameDecoder, encode_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from tests.unit.fake_transport import FakeTransport, attach
@@ -214,12 +214,13 @@ async def test_a_lost_connection_fails_the_handshake_and_drops_the_answer(open_:
     assert transport.written == []  # the answer was cancelled
 
 
-async def test_send_frames_wait_while_the_socket_takes_no_writes(open_: Open) -> None:
+async def test_frames_wait_in_order_while_the_socket_takes_no_writes(open_: Open) -> None:
     connection, transport = await open_()
-    connection.sender.ready(SendFrame(1, b"first"))
+    connection.write(b"first")
+    assert transport.written == [b"first"]  # at once: nothing waits before it
     connection.pause_writing()
-    connection.sender.ready(SendFrame(2, b"second"))
-    connection.sender.ready(SendFrame(1, b"third"))
+    connection.write(b"second")
+    connection.write(b"third")
     await asyncio.sleep(0.01)
     assert transport.written == [b"first"]
     connection.resume_writing()

@@ -144,7 +144,7 @@ def test_the_session_does_no_io() -> None:
     io = {
         "asyncio",
         "msgclient.core.network.connection",
-        "msgclient.core.network.sender",
+        "protocols.kafkawire.node_sender",
         "protocols.pulsarwire.connection",
     }
     assert not io & imported

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from msgclient.core.network.sender import NodeSender, ReadyBatch
+from protocols.kafkawire.node_sender import NodeSender, ReadyBatch
 
 
 class Batch(ReadyBatch):
@@ -74,46 +74,6 @@ async def test_request_size_is_bounded_but_a_big_batch_still_goes() -> None:
     sender.ready(Batch(2, 500, "huge"))
     await turn()
     assert broker.requests == [["a"], ["b"], ["huge"]]
-
-
-async def test_one_batch_per_request_and_no_answer() -> None:
-    written: list[list[str]] = []
-    sender = NodeSender(
-        lambda batches: written.append([b.name for b in batches]),
-        on_failure=fail,
-        max_in_flight=None,
-        max_request_bytes=None,
-        one_batch_per_request=True,
-    )
-    for i in range(3):
-        sender.ready(Batch(0, 1, f"f{i}"))
-    await turn()
-    assert written == [["f0"], ["f1"], ["f2"]]
-    assert sender.in_flight == 0
-
-
-async def test_one_batch_per_request_goes_at_once_unless_others_wait() -> None:
-    # No loop turn of latency for a frame with nothing before it; order is kept when the
-    # connection paused and frames wait.
-    written: list[list[str]] = []
-    writable = True
-    sender = NodeSender(
-        lambda batches: written.append([b.name for b in batches]),
-        on_failure=fail,
-        max_in_flight=None,
-        max_request_bytes=None,
-        one_batch_per_request=True,
-        writable=lambda: writable,
-    )
-    sender.ready(Batch(0, 1, "f0"))
-    assert written == [["f0"]]
-    writable = False
-    sender.ready(Batch(0, 1, "f1"))
-    writable = True
-    sender.ready(Batch(0, 1, "f2"))  # f1 waits: this one goes after it
-    assert written == [["f0"]]
-    await turn()
-    assert written == [["f0"], ["f1"], ["f2"]]
 
 
 async def test_a_request_that_cannot_be_sent_fails_its_batches_not_the_loop() -> None:

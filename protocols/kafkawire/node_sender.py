@@ -2,10 +2,9 @@
 
 The Kafka client's Sender drains the ready batches of every partition led by one broker
 into ONE Produce request (RecordAccumulator.drain), at most one batch per partition per
-request, and keeps at most ``max_in_flight`` requests unanswered on the connection. Pulsar
-has one partition per SEND frame and no request-level answer: one batch per request, no
-in-flight bound, and a frame goes to the socket at once when none waits before it (a turn
-of the event loop later would only add latency: each frame is its own write either way).
+request, and keeps at most ``max_in_flight`` requests unanswered on the connection.
+(Pulsar needs none of this: a SEND frame carries one partition's batch and has no
+request-level answer, so its frames go straight to the connection.)
 """
 
 from __future__ import annotations
@@ -37,8 +36,7 @@ RequestFailed = Callable[[list[B], Exception], None]
 
 
 class NodeSender(Generic[B]):
-    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends (with
-    one batch per request, a batch with none before it is sent at once).
+    """Per connection: ``ready(batch)`` queues, a drain on the next loop turn sends.
 
     Ready batches wait per partition, so taking one of each partition costs one step per
     partition, not per batch queued; the partitions served go to the back of the line
@@ -52,7 +50,6 @@ class NodeSender(Generic[B]):
         on_failure: RequestFailed[B],
         max_in_flight: int | None,
         max_request_bytes: int | None,
-        one_batch_per_request: bool = False,
         writable: Callable[[], bool] | None = None,
     ) -> None:
         self._send_request = send_request
@@ -60,8 +57,6 @@ class NodeSender(Generic[B]):
         self._on_failure = on_failure
         self._max_in_flight = max_in_flight
         self._max_request_bytes = max_request_bytes
-        self._one_per_request = one_batch_per_request
-        self._queue: deque[B] = deque()  # one batch per request: plain arrival order
         self._by_partition: dict[Hashable, deque[B]] = {}  # in the order to serve them
         self._count = 0
         self._in_flight = 0
@@ -76,17 +71,11 @@ class NodeSender(Generic[B]):
         return self._count
 
     def ready(self, batch: B) -> None:
-        if self._one_per_request:
-            if not self._queue and (self._writable is None or self._writable()):
-                self._send([batch])
-                return
-            self._queue.append(batch)
+        waiting = self._by_partition.get(batch.partition)
+        if waiting is None:
+            self._by_partition[batch.partition] = deque((batch,))
         else:
-            waiting = self._by_partition.get(batch.partition)
-            if waiting is None:
-                self._by_partition[batch.partition] = deque((batch,))
-            else:
-                waiting.append(batch)
+            waiting.append(batch)
         self._count += 1
         if not self._drain_scheduled:
             self._drain_scheduled = True
@@ -102,13 +91,6 @@ class NodeSender(Generic[B]):
         self._drain_scheduled = False
         if self._writable is not None and not self._writable():
             return  # the peer is not reading: batches wait here; wake() resumes
-        if self._one_per_request:
-            queue = self._queue
-            writable = self._writable
-            while queue and (writable is None or writable()):  # writes may pause it midway
-                self._count -= 1
-                self._send([queue.popleft()])
-            return
         while self._count and (
             self._max_in_flight is None or self._in_flight < self._max_in_flight
         ):
