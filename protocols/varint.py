@@ -10,11 +10,16 @@ _UINT64 = 0xFFFFFFFFFFFFFFFF
 def uvarint(n: int) -> bytes:
     """The varint of ``n``; a negative ``n`` as protobuf writes an int64, by its 64-bit
     two's complement (ten bytes)."""
-    if 0 <= n < 0x80:  # lengths, small ids and counts: the common case, a lookup
-        return _ONE_BYTE[n]
-    if 0 <= n < 0x4000:
+    # Unrolled up to three bytes: sizes, batch indexes, and the sequence ids a producer
+    # writes per message (past 16383 they take three) are that short.
+    if n < 0x80:
+        if n >= 0:
+            return _ONE_BYTE[n]
+        n &= _UINT64
+    elif n < 0x4000:
         return bytes(((n & 0x7F) | 0x80, n >> 7))
-    n &= _UINT64
+    elif n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
