@@ -14,6 +14,7 @@ import json
 import logging
 import ssl
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -62,7 +63,8 @@ class AuthenticationOauth2(Authentication):
         self._allow_insecure = False
         self._token_endpoint: str | None = None
         self._token: str | None = None
-        self._refresh_at = 0.0  # time.monotonic() after which the token is fetched again
+        self._clock: Callable[[], float] = time.monotonic  # a test sets a clock it moves
+        self._refresh_at = 0.0  # the clock's time after which the token is fetched again
         self._fetching: tuple[asyncio.AbstractEventLoop, asyncio.Task[str]] | None = None
 
     def start(self, options: TlsTrust) -> None:
@@ -70,7 +72,7 @@ class AuthenticationOauth2(Authentication):
         self._allow_insecure = options.tls_allow_insecure_connection
 
     async def auth_data(self) -> bytes:
-        if self._token is not None and time.monotonic() < self._refresh_at:
+        if self._token is not None and self._clock() < self._refresh_at:
             return self._token.encode()
         # One fetch at a time: connections opening together share it.
         loop = asyncio.get_running_loop()
@@ -102,7 +104,7 @@ class AuthenticationOauth2(Authentication):
             form["audience"] = self.audience
         if self.scope:
             form["scope"] = self.scope
-        started = time.monotonic()
+        started = self._clock()
         log.debug("fetching an OAuth2 token from %s", endpoint)
         response = await self._request(
             "POST",

@@ -21,15 +21,16 @@ from msgclient.embedded import PulsarBroker
 from tests.compat.conftest import QUIET, RECEIVE_MS
 
 INTERVAL_MS = 200
-SWITCH_BACK_WAIT_S = 3.0  # two probes of 200 ms, and ample slack for a loaded machine
+SWITCH_WAIT_S = 10.0  # the bound of a wait for a switch (two probes of 200 ms)
 
 
-def stored(broker: PulsarBroker, topic: str) -> list[bytes]:
-    """What ``broker`` has on ``topic``, read with the official client."""
+def stored(broker: PulsarBroker, topic: str, count: int) -> list[bytes]:
+    """What ``broker`` has on ``topic``, read with the official client: ``count`` messages
+    (each waited for up to RECEIVE_MS), then whatever comes before 500 ms pass quietly."""
     client = pulsar.Client(broker.service_url, logger=QUIET)
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
-        values = []
+        values = [reader.read_next(RECEIVE_MS).data() for _ in range(count)]
         while True:
             try:
                 values.append(reader.read_next(500).data())
@@ -37,6 +38,17 @@ def stored(broker: PulsarBroker, topic: str) -> list[bytes]:
                 return values
     finally:
         client.close()
+
+
+def wait_for_service(client: Any, broker: PulsarBroker) -> None:
+    """Until ``client`` says it uses ``broker``'s cluster. The switch runs on the client's
+    own threads; it drops the old connections as it changes the service info (the official
+    client within the same call; pulsar_compat on its event loop, before any call made
+    after it runs), so a send made after this goes to the new cluster."""
+    deadline = time.monotonic() + SWITCH_WAIT_S
+    while client.get_service_info().service_url != broker.service_url:
+        assert time.monotonic() < deadline, f"no switch to {broker.service_url}"
+        time.sleep(0.005)
 
 
 def receive_until(consumer: Any, value: bytes) -> list[bytes]:
@@ -68,16 +80,23 @@ def test_failover_and_switch_back(
     client = pulsar.Client(policy, operation_timeout_seconds=10, logger=QUIET)
     try:
         producer = client.create_producer(topic)
-        consumer = client.subscribe(
-            topic,
-            "failover",
-            consumer_type=pulsar.ConsumerType.Shared,
-            initial_position=pulsar.InitialPosition.Earliest,
-        )
+
+        def subscribe() -> Any:
+            return client.subscribe(
+                topic,
+                "failover",
+                consumer_type=pulsar.ConsumerType.Shared,
+                initial_position=pulsar.InitialPosition.Earliest,
+            )
+
+        consumer = subscribe()
         producer.send(b"primary-1")
         received = receive_until(consumer, b"primary-1")
         in_use = [client.get_service_info().service_url]
-        time.sleep(0.5)  # the grouped acknowledgment reaches the primary before it stops
+        # The grouped acknowledgment reaches the primary before it stops: close sends it,
+        # then waits for the broker's answer to the close, which comes after it.
+        consumer.close()
+        consumer = subscribe()
 
         primary.stop()
         started = time.monotonic()
@@ -87,7 +106,7 @@ def test_failover_and_switch_back(
         in_use.append(client.get_service_info().service_url)
 
         primary.start()
-        time.sleep(SWITCH_BACK_WAIT_S)
+        wait_for_service(client, primary)  # two probes of 200 ms find it back
         producer.send(b"primary-2")
         received += receive_until(consumer, b"primary-2")
         in_use.append(client.get_service_info().service_url)
@@ -98,8 +117,8 @@ def test_failover_and_switch_back(
 
     assert received == [b"primary-1", b"secondary", b"primary-2"]
     assert failover_s < 10  # measured: well under 2 s for both clients
-    assert stored(primary, topic) == [b"primary-1", b"primary-2"]
-    assert stored(secondary, topic) == [b"secondary"]
+    assert stored(primary, topic, 2) == [b"primary-1", b"primary-2"]
+    assert stored(secondary, topic, 1) == [b"secondary"]
 
 
 def test_failover_arguments_are_checked_alike(pulsar_module: ModuleType) -> None:
@@ -185,11 +204,11 @@ def test_a_provider_update_switches(
         producer.send(b"one")
         assert provider.update is not None
         provider.update(pulsar.ServiceInfo(second.service_url))
-        time.sleep(1.0)  # the official client switches on its own threads
+        wait_for_service(client, second)
         producer.send(b"two")
         assert not provider.closed
     finally:
         client.close()
     assert provider.closed
-    assert stored(first, topic) == [b"one"]
-    assert stored(second, topic) == [b"two"]
+    assert stored(first, topic, 1) == [b"one"]
+    assert stored(second, topic, 1) == [b"two"]

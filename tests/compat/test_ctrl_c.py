@@ -37,7 +37,7 @@ def test_sigint_interrupts_receive_and_consumer_stays_usable(
     )
     try:
         assert read_line(process) == "ready"
-        time.sleep(0.5)  # inside receive()
+        assert read_line(process) == "receiving"  # its main thread waits inside receive()
         sent_at = time.monotonic()
         process.send_signal(signal.SIGINT)
         interrupted = read_line(process)
@@ -48,7 +48,9 @@ def test_sigint_interrupts_receive_and_consumer_stays_usable(
             "Interrupted" if pulsar_module.__name__ == "pulsar" else "KeyboardInterrupt+Interrupted"
         )
         assert interrupted.split()[:2] == ["interrupted", expected], interrupted
-        assert latency < 1.0, f"KeyboardInterrupt came {latency:.2f} s after SIGINT"
+        # At once: a waiting receive wakes every 0.1 s to let the handler run (the official
+        # client as often). 2 s is a loaded machine's margin, not a receive left waiting.
+        assert latency < 2.0, f"KeyboardInterrupt came {latency:.2f} s after SIGINT"
         second = read_line(process)
         if pulsar_module.__name__ != "pulsar":
             assert second == "second after"

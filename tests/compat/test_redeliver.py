@@ -5,7 +5,6 @@ the request on Exclusive and Failover (brokers.md), for both clients."""
 
 from __future__ import annotations
 
-import time
 from types import ModuleType
 from typing import Any
 
@@ -73,12 +72,17 @@ def test_queued_messages_come_once_more_not_twice(
     (once with redelivery count 0); pulsar_compat drops the queued copy, as the Java client
     does."""
     pulsar = pulsar_module
-    consumer, received = subscribe_and_send(pulsar, client, topic, "Shared", 3)
-    producer = client.create_producer(topic)
-    producer.send(b"queued")
-    # Let the broker dispatch it to this consumer (prefetched into the receive queue, not
-    # received): no call of the official API says when it is there.
-    time.sleep(0.2)
+    consumer, received = subscribe_and_send(pulsar, client, topic, "Shared", 2)
+    # "queued" shares a batch entry with the third message: when that one is received,
+    # "queued" is in the receive queue (an entry is dispatched, and queued, whole). No
+    # call of the official API says when a prefetched message is there.
+    producer = client.create_producer(
+        topic, batching_enabled=True, batching_max_messages=2, batching_max_publish_delay_ms=60_000
+    )
+    producer.send_async(b"m2", None)
+    producer.send_async(b"queued", None)
+    producer.flush()
+    received.append(consumer.receive(RECEIVE_MS))
     consumer.redeliver_unacknowledged_messages()
     again = sorted(received_until_quiet(consumer, pulsar))
     redelivered = [(b"m0", 1), (b"m1", 1), (b"m2", 1), (b"queued", 1)]

@@ -17,7 +17,7 @@ from typing import IO
 import pulsar
 import pytest
 
-from msgclient.embedded import BrokerStartError, KafkaBroker, PulsarBroker
+from msgclient.embedded import BrokerStartError, KafkaBroker, PulsarBroker, _process
 from msgclient.embedded._process import BrokerProcess, free_loopback_port
 from tests.pulsar.helpers import official_client
 
@@ -253,13 +253,21 @@ def test_brokers_listen_on_loopback_only(
 # -- Start failures -------------------------------------------------------------------------
 
 
-def test_start_fails_fast_when_port_is_taken() -> None:
+def test_start_fails_fast_when_port_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fast: the port is checked before the broker is started at all, not found taken once
+    # the start timeout (10 s) runs out.
+    def spawn(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the broker process was started before the port was checked")
+
+    monkeypatch.setattr(_process._spawner, "submit", spawn)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         broker = PulsarBroker(port=squatter.getsockname()[1])
+        started = time.monotonic()
         with pytest.raises(BrokerStartError, match="cannot listen"):
-            broker.start()
+            broker.start(timeout=WAIT_SECONDS)
+        assert time.monotonic() - started < 2.0  # a bind test; ample on a loaded machine
         broker.stop()
 
 

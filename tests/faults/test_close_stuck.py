@@ -17,9 +17,9 @@ from typing import Any
 import msgclient
 from msgclient.core.network.connection import Connection
 from tests.faults.conftest import (
-    LATE_S,
     TIMEOUT,
     Figures,
+    LoopLag,
     Target,
     client_tasks,
 )
@@ -44,6 +44,7 @@ async def test_client_close_is_prompt_and_complete_while_the_broker_stops_readin
     topic: str,
     figures: type[Figures],
     loop_errors: list[dict[str, Any]],
+    loop_lag: LoopLag,
 ) -> None:
     tasks_before = client_tasks()
     client = msgclient.Client(
@@ -100,7 +101,7 @@ async def test_client_close_is_prompt_and_complete_while_the_broker_stops_readin
         tasks_outliving_close=len(outlived),
         unretrieved_errors=len(errors),
     )
-    assert closed_in <= SEND_TIMEOUT_S + OPERATION_TIMEOUT_S + LATE_S
+    assert closed_in <= SEND_TIMEOUT_S + OPERATION_TIMEOUT_S + loop_lag.allowance(timers=2)
     assert not left_open, f"{left_open} sockets still open after close"
     assert not outlived, sorted(str(t.get_coro()) for t in outlived)
     assert not errors, errors

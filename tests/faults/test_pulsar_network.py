@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
+import pulsar
 import pytest
 
 import msgclient
 from msgclient.embedded import PulsarBroker
+from msgclient.embedded._process import LOOPBACK
 from msgclient.errors import TruncatedFrameError
 from tests.faults.conftest import (
     FAST_CLIENT,
     KEEPALIVE_S,
-    LATE_S,
     TIMEOUT,
     ConnectionLog,
     Figures,
+    LoopLag,
     assert_no_leaked_tasks,
     assert_stall_detected,
     client_tasks,
@@ -41,7 +44,14 @@ from tests.faults.helpers import (
     read_all,
     tally,
 )
-from tests.faults.proxy import Direction, FaultProxy, ProxiedConnection, Reset
+from tests.faults.proxy import (
+    Direction,
+    FaultProxy,
+    ProxiedConnection,
+    Reset,
+    pulsar_proxy_rewriter,
+)
+from tests.pulsar.helpers import official_client, subscribe
 
 EARLIEST = msgclient.InitialPosition.Earliest
 SHARED = msgclient.ConsumerType.Shared
@@ -302,6 +312,7 @@ async def test_a_drip_while_producing_ends_every_send_by_the_send_timeout(
     pulsar_proxy: FaultProxy,
     topic: str,
     figures: type[Figures],
+    loop_lag: LoopLag,
 ) -> None:
     """Every connection drips (new ones too): sends end confirmed or with SendTimeoutError
     by the send timeout; once the line is healthy again the producer carries on."""
@@ -323,7 +334,10 @@ async def test_a_drip_while_producing_ends_every_send_by_the_send_timeout(
         results = await asyncio.wait_for(
             asyncio.gather(*futures, return_exceptions=True), send_timeout_s + 5
         )
-        assert max(ended_at) - started <= send_timeout_s + LATE_S + 0.5
+        # The send timeout's timer, late by what the loop's lateness allows, and 0.5 s
+        # more: the last message was sent after ``started``.
+        latest = send_timeout_s + loop_lag.allowance() + 0.5
+        assert max(ended_at) - started <= latest, (max(ended_at) - started, loop_lag.worst)
         failures = [r for r in results if isinstance(r, BaseException)]
         assert all(isinstance(f, msgclient.SendTimeoutError) for f in failures), failures[:3]
         assert failures, "a 5 kB/s line cannot carry 160 kB within 2 s"
@@ -387,9 +401,10 @@ async def test_half_open_connection_while_producing(
         closed = connection_log.of(holder[0])
         assert closed is not None
         noticed = closed.closed_at - stream.faulted_at
-        assert noticed <= 2 * KEEPALIVE_S + LATE_S
+        latest = 2 * KEEPALIVE_S + connection_log.lag.allowance(timers=2)
+        assert noticed <= latest, (noticed, connection_log.lag.worst)
         if kind == "blackhole":
-            assert 2 * KEEPALIVE_S - 0.05 <= closed.silence <= 2 * KEEPALIVE_S + LATE_S
+            assert 2 * KEEPALIVE_S - 0.05 <= closed.silence <= latest, closed
         holder[0].cut()
     await assert_no_leaked_tasks(tasks_before)
     received = await read_all(pulsar_broker, topic, len(values))
@@ -458,8 +473,7 @@ async def test_cuts_during_the_reconnect_handshakes(
 
 
 async def test_pulsar_lite_may_keep_a_consumer_whose_connection_was_reset(
-    pulsar_broker: PulsarBroker,
-    pulsar_proxy: FaultProxy,
+    own_pulsar: PulsarBroker,
     topic: str,
     connection_log: ConnectionLog,
     figures: type[Figures],
@@ -472,41 +486,101 @@ async def test_pulsar_lite_may_keep_a_consumer_whose_connection_was_reset(
     Pulsar keys consumers by connection and has no such state.
 
     What the client must do either way: keep retrying with its capped backoff, never wedge,
-    and close cleanly in the middle of it, leaving no task behind."""
+    close cleanly in the middle of it, leaving no task behind, and lose nothing. Which way
+    the broker goes is its choice, so the test waits for whichever comes first (every
+    message received, or three resubscriptions refused) and checks that outcome in full:
+    received, every message came; refused, every message not received is still in the
+    subscription (read after a restart, which drops the stale consumer: brokers.md, data
+    and cursors persist across a restart)."""
     values = [b"%04d-" % i + b"r" * 50_000 for i in range(20)]
-    await produce_direct(pulsar_broker, topic, values)
+    await produce_direct(own_pulsar, topic, values)
     tasks_before = client_tasks()
-    async with msgclient.Client(pulsar_url(pulsar_proxy), **FAST_CLIENT) as client:
-        consumer = await client.subscribe(
-            topic, "sub", consumer_type=SHARED, initial_position=EARLIEST, receiver_queue_size=4
-        )
-        seen: set[bytes] = set()
-        for _ in range(5):
-            message = await consumer.receive(timeout_millis=int(TIMEOUT * 1000))
-            consumer.acknowledge(message)
-            seen.add(message.data())
-        reset = client_side(pulsar_proxy)
-        cut_at = time.monotonic()
-        reset.cut(reset="server")
-        deadline = cut_at + 3.0
-        while len(seen) < len(values) and time.monotonic() < deadline:
-            try:
-                message = await consumer.receive(timeout_millis=200)
-            except msgclient.ReceiveTimeoutError:
-                continue
-            consumer.acknowledge(message)
-            seen.add(message.data())
-        refusals = len(connection_log.since(cut_at)) - 1  # the first is the reset itself
-        recovered = len(seen) == len(values)
-        if not recovered:  # the quirk: the broker dropped each resubscription
-            assert refusals >= 3, connection_log.since(cut_at)
-        closing = time.monotonic()
-    closed_in = time.monotonic() - closing
-    assert closed_in < 2 * KEEPALIVE_S + LATE_S  # close does not wait for the retries
+    async with FaultProxy(
+        LOOPBACK, own_pulsar.port, rewrite_to_client=pulsar_proxy_rewriter()
+    ) as proxy:
+        async with msgclient.Client(pulsar_url(proxy), **FAST_CLIENT) as client:
+            consumer = await client.subscribe(
+                topic,
+                "sub",
+                consumer_type=SHARED,
+                initial_position=EARLIEST,
+                receiver_queue_size=4,
+                ack_receipt_enabled=True,
+            )
+            seen: list[bytes] = []
+            confirmed: set[bytes] = set()  # acks the broker confirmed before the reset
+
+            async def receive(timeout_s: float) -> msgclient.Message:
+                message = await consumer.receive(timeout_millis=int(timeout_s * 1000))
+                seen.append(message.data())
+                return message
+
+            for _ in range(5):
+                message = await receive(TIMEOUT)
+                await asyncio.wait_for(consumer.acknowledge(message), TIMEOUT)
+                confirmed.add(message.data())
+            reset = client_side(proxy)
+            cut_at = time.monotonic()
+            reset.cut(reset="server")
+
+            def refusals() -> int:
+                return len(connection_log.since(cut_at)) - 1  # the first is the reset itself
+
+            deadline = cut_at + TIMEOUT
+            while set(seen) != set(values) and refusals() < 3:
+                assert time.monotonic() < deadline, ("neither outcome", names(seen), refusals())
+                try:
+                    consumer.acknowledge(await receive(0.2))
+                except msgclient.ReceiveTimeoutError:
+                    continue
+            recovered = set(seen) == set(values)
+            refused = refusals()
+            closing = time.monotonic()
+        closed_in = time.monotonic() - closing
+    # Close does not wait for the retries (their backoff is capped at 0.5 s).
+    assert closed_in < 2 * KEEPALIVE_S + connection_log.lag.allowance(), closed_in
     await assert_no_leaked_tasks(tasks_before)
+    left: set[bytes] = set()
+    if recovered:
+        # Every message came; none whose ack was confirmed came again.
+        assert all(seen.count(value) == 1 for value in confirmed), names(seen)
+    else:
+        # What the broker confirmed as acknowledged stays so; everything else is still
+        # in the subscription (acks made after the reset never reached it).
+        await asyncio.to_thread(own_pulsar.restart)
+        left = await still_in_subscription(own_pulsar, topic, "sub", set(values) - confirmed)
+        assert names(left) == names(set(values) - confirmed)
     figures.add(
         "pulsar RST toward pulsar-lite, consume",
-        recovered_within_3s=recovered,
-        resubscriptions_refused=refusals,
+        recovered=recovered,
+        resubscriptions_refused=refused,
         client_closed_in_s=closed_in,
+        left_in_subscription=len(left),
     )
+
+
+async def still_in_subscription(
+    broker: PulsarBroker, topic: str, subscription: str, expected: set[bytes]
+) -> set[bytes]:
+    """Read ``subscription`` (official client, Shared) until every one of ``expected`` came,
+    then until nothing more comes for 500 ms; what came, acknowledged. Fails naming the
+    missing ones after ``TIMEOUT``."""
+    got: set[bytes] = set()
+    with official_client(broker.service_url) as official:
+        consumer = subscribe(official, topic, subscription)
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            assert time.monotonic() < deadline, f"lost: {names(expected - got)}"
+            try:
+                message = await asyncio.to_thread(consumer.receive, 500 if expected <= got else 200)
+            except pulsar.Timeout:
+                if expected <= got:
+                    return got
+                continue
+            consumer.acknowledge(message)
+            got.add(message.data())
+
+
+def names(values: Iterable[bytes]) -> list[bytes]:
+    """The numbers of 50 kB test messages (``b"0007-rrr..."``), for short failure output."""
+    return sorted(value[:4] for value in values)

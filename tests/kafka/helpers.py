@@ -7,13 +7,15 @@ runs meanwhile. Every wait is bounded by ``TIMEOUT``.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.consumer.fetcher import ConsumerRecord
 
 TIMEOUT = 15.0
+QUIET = 0.5  # nothing more within this: no record too many
 
 
 def create_topic_blocking(bootstrap: str, topic: str, partitions: int) -> None:
@@ -32,21 +34,56 @@ async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def read_blocking(bootstrap: str, topic: str, count: int | None) -> list[ConsumerRecord]:
     """Exactly ``count`` records of ``topic`` from the start (fails on fewer or more), or
-    all there are with ``count=None``."""
+    all there are with ``count=None``.
+
+    Reads until ``count`` records came (or, with ``count=None``, until every partition's
+    position reached its end offset), within ``TIMEOUT``; then until nothing more comes for
+    ``QUIET`` seconds, so that a record too many shows. (tansu's end offset is the newest
+    batch's base offset + 1, not the end (brokers.md): the rest of that batch comes with
+    it, in the same fetch, and is read in the quiet period.)"""
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         group_id=None,
-        consumer_timeout_ms=1500,
         fetch_max_wait_ms=100,  # tansu: a 0 ms wait returns nothing (brokers.md)
         max_partition_fetch_bytes=8 * 1024 * 1024,
     )
     records: list[ConsumerRecord] = []
+
+    def poll() -> None:
+        for batch in consumer.poll(timeout_ms=100).values():
+            records.extend(batch)
+
     try:
-        for record in consumer:
-            records.append(record)
+        deadline = time.monotonic() + TIMEOUT
+        partitions = None
+        while not partitions:
+            assert time.monotonic() < deadline, f"no partitions of {topic}"
+            partitions = consumer.partitions_for_topic(topic)
+            if not partitions:
+                consumer.topics()  # a metadata request
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+        consumer.assign(assigned)
+        ends = consumer.end_offsets(assigned)
+
+        def done() -> bool:
+            if count is not None:
+                return len(records) >= count
+            return all(consumer.position(tp) >= ends[tp] for tp in assigned)
+
+        while not done():
+            assert time.monotonic() < deadline, (
+                f"kafka-python read {len(records)} records of {count} in {TIMEOUT:g} s"
+            )
+            poll()
+        quiet_until = time.monotonic() + QUIET
+        while time.monotonic() < quiet_until:
+            before = len(records)
+            poll()
+            if len(records) > before:
+                assert time.monotonic() < deadline + TIMEOUT, "records kept coming"
+                quiet_until = time.monotonic() + QUIET
     finally:
         consumer.close()
     if count is not None:

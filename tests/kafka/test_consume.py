@@ -15,8 +15,8 @@ from kafka.protocol.consumer import FetchRequest
 
 import msgclient
 from msgclient.embedded import KafkaBroker
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.message_id import KafkaMessageId
-from protocols.kafkawire.session import KafkaSession
 from tests.kafka.helpers import create_topic, produce, read
 
 GROUP: dict[str, Any] = {
@@ -35,6 +35,23 @@ async def within(awaitable: Any, timeout: float = 20.0) -> Any:
 
 async def receive_n(consumer: msgclient.Consumer, count: int) -> list[msgclient.Message]:
     return [await consumer.receive(timeout_millis=10_000) for _ in range(count)]
+
+
+async def receive_across(
+    consumers: tuple[msgclient.Consumer, ...], count: int
+) -> list[list[msgclient.Message]]:
+    """``count`` messages in all from ``consumers`` (each acknowledged), as they come: what
+    each one received. Bound it with ``within``."""
+    received: list[list[msgclient.Message]] = [[] for _ in consumers]
+    while sum(map(len, received)) < count:
+        for consumer, messages in zip(consumers, received, strict=True):
+            try:
+                message = await consumer.receive(timeout_millis=50)
+            except msgclient.ReceiveTimeoutError:
+                continue
+            consumer.acknowledge(message)
+            messages.append(message)
+    return received
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", None])
@@ -106,16 +123,18 @@ async def test_two_consumers_split_the_partitions_and_one_takes_over(
         producer = await client.create_producer(topic)
         for i in range(40):
             await producer.send(b"%d" % i, partition_key=str(i))
-        got: list[msgclient.Message] = []
-        for consumer in (first, second):
-            while True:
-                try:
-                    message = await consumer.receive(timeout_millis=1500)
-                except msgclient.ReceiveTimeoutError:
-                    break
-                consumer.acknowledge(message)
-                got.append(message)
+        by_consumer = await within(receive_across((first, second), 40))
+        got = [m for messages in by_consumer for m in messages]
         assert sorted(int(m.data()) for m in got) == list(range(40))
+        for consumer in (first, second):  # nothing more: none came twice
+            with pytest.raises(msgclient.ReceiveTimeoutError):
+                await consumer.receive(timeout_millis=500)
+        # Split: no partition's messages went to both.
+        first_partitions, second_partitions = (
+            {m.message_id().partition for m in messages}  # type: ignore[attr-defined]
+            for messages in by_consumer
+        )
+        assert not first_partitions & second_partitions
         await second.close()
         deadline = loop.time() + 20
         while active(first) != 4:
@@ -189,10 +208,25 @@ async def test_buffered_messages_never_exceed_the_permits(
     await produce(kafka_broker.bootstrap_servers, topic, [{"value": b"%d" % i} for i in range(500)])
     async with msgclient.Client(kafka_broker.service_url) as client:
         consumer = await client.subscribe(topic, "g-" + topic, receiver_queue_size=20, **GROUP)
-        await within(consumer.receive(timeout_millis=10_000))
-        await asyncio.sleep(0.5)  # give the fetcher every chance to overfill
         partition = consumer._partitions[0]  # type: ignore[attr-defined]
-        assert partition._queue.count(partition.window) <= 20
+        queue = partition._queue
+        # Nothing was taken yet: what is queued now is the most there has been so far.
+        depths = [queue.count(partition.window)]
+        put_all = queue.put_all
+
+        def watched(messages: Any, window: Any) -> None:
+            put_all(messages, window)
+            depths.append(queue.count(partition.window))
+
+        queue.put_all = watched  # the depth after every dispatch from now on
+        deadline = asyncio.get_running_loop().time() + 20
+        while depths[-1] < 20:  # the fetcher fills the window while nothing is taken
+            assert asyncio.get_running_loop().time() < deadline, depths[-5:]
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # a while with nothing taken: an overfill would show
+        received = await within(receive_n(consumer, 500))
+        assert [m.data() for m in received] == [b"%d" % i for i in range(500)]
+    assert max(depths) == 20, max(depths)
 
 
 async def single_record_batches(url: str, topic: str, count: int) -> list[KafkaMessageId]:
@@ -214,15 +248,13 @@ async def test_reader_from_a_message_id_reads_that_partition_from_there(
         [{"value": b"%d" % i, "partition": i % 2} for i in range(20)],
     )
     start = KafkaMessageId(topic, 1, 4)
+    expected = [KafkaMessageId(topic, 1, offset) for offset in range(4 if inclusive else 5, 10)]
     async with msgclient.Client(kafka_broker.service_url) as client:
         reader = await client.create_reader(topic, start, start_message_id_inclusive=inclusive)
-        read: list[msgclient.Message] = []
-        with pytest.raises(msgclient.ReceiveTimeoutError):
-            while True:  # partition 1 only: 10 records, offsets 0 to 9
-                read.append(await within(reader.read_next(timeout_millis=1000)))
-    assert [m.message_id() for m in read] == [
-        KafkaMessageId(topic, 1, offset) for offset in range(4 if inclusive else 5, 10)
-    ]
+        read = [await within(reader.read_next(timeout_millis=10_000)) for _ in expected]
+        with pytest.raises(msgclient.ReceiveTimeoutError):  # partition 1 only: offsets 0-9
+            await reader.read_next(timeout_millis=1000)
+    assert [m.message_id() for m in read] == expected
 
 
 async def test_reader_seeks_by_offset_and_by_time_and_knows_the_end(
@@ -354,14 +386,14 @@ async def test_fetch_requests_stay_within_the_byte_limits(
         kafka_broker.bootstrap_servers, topic, [{"value": b"x" * 1000} for _ in range(400)]
     )
     fetches: list[Any] = []
-    request = KafkaSession.request
+    request = KafkaConnection.request
 
-    def tapped(self: KafkaSession, body: Any, *args: Any, **kwargs: Any) -> Any:
+    def tapped(self: KafkaConnection, body: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(body, FetchRequest):
             fetches.append(body)
         return request(self, body, *args, **kwargs)
 
-    monkeypatch.setattr(KafkaSession, "request", tapped)
+    monkeypatch.setattr(KafkaConnection, "request", tapped)
     async with msgclient.Client(kafka_broker.service_url) as client:
         consumer = await client.subscribe(
             topic,

@@ -130,25 +130,68 @@ async def test_idempotent_sequence_numbers_on_the_wire(
 
 
 async def test_a_batch_resent_after_a_dropped_connection_is_stored_once(
-    kafka_broker: KafkaBroker, topic: str
+    kafka_broker: KafkaBroker, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The connection is cut while a Produce request is in flight (written, its batch not
+    yet confirmed): the batch is written again on the new connection with the same
+    producer id, epoch and sequence, and every record is stored once."""
+    batches: list[tuple[int, int, int, int]] = []  # producer id, epoch, base sequence, count
+    write = Connection.write
+
+    def tapped(self: Connection[Any], data: bytes | list[bytes]) -> None:
+        frame = b"".join(data) if isinstance(data, list) else data
+        batches.extend(produced_batches(frame))
+        write(self, data)
+
     await create_topic(kafka_broker.bootstrap_servers, topic, 1)
     count = 5000
     async with msgclient.Client(kafka_broker.service_url) as client:
         producer = await client.create_producer(topic, batching_max_messages=100)
-        futures = []
+        monkeypatch.setattr(Connection, "write", tapped)
+        futures: list[asyncio.Future[msgclient.MessageId]] = []
+        cut_after = -1  # batches written before the cut
         for i in range(count):
             futures.append(await producer.send_async(b"%d" % i))
-            if i == count // 2:
-                # Cut every connection while requests are in flight: their answers are
-                # lost, the batches are resent with the same sequence numbers.
+            # One partition: a batch's sequences are the indexes of its messages.
+            in_flight = [b for b in batches if not futures[b[2] + b[3] - 1].done()]
+            if cut_after < 0 and i >= count // 2 and in_flight:
+                # Cut every connection now: the answer to the batch in flight is lost.
+                cut_after = len(batches)
                 for task in list(client._backend.pool._connections.values()):  # type: ignore[attr-defined]
                     if task.done():
                         task.result().abort(ConnectionResetError("cut by the test"))
         results = await within(asyncio.gather(*futures, return_exceptions=True), 60)
+        monkeypatch.undo()
     assert not [r for r in results if isinstance(r, BaseException)]
+    assert cut_after >= 0, "no batch was in flight from the middle on"
+    before, after = batches[:cut_after], batches[cut_after:]
+    resent = set(before) & set(after)
+    assert resent, "no batch written before the cut was written again after it"
+    assert len({(pid, epoch) for pid, epoch, _, _ in batches}) == 1
     records = await read(kafka_broker.bootstrap_servers, topic, count)
     assert sorted(int(r.value) for r in records) == list(range(count))
+
+
+def produced_batches(frame: bytes) -> list[tuple[int, int, int, int]]:
+    """(producer id, epoch, base sequence, record count) of each batch of a Produce request;
+    nothing for other requests."""
+    if int.from_bytes(frame[4:6], "big") != ProduceRequest.API_KEY:
+        return []
+    version = int.from_bytes(frame[6:8], "big")
+    request = ProduceRequest.decode(frame[4:], version=version, header=True)
+    found = []
+    for data in request.topic_data:
+        for part in data.partition_data:
+            batch = bytes(part.records)
+            found.append(
+                (
+                    int.from_bytes(batch[43:51], "big", signed=True),
+                    int.from_bytes(batch[51:53], "big", signed=True),
+                    int.from_bytes(batch[53:57], "big", signed=True),
+                    int.from_bytes(batch[57:61], "big"),
+                )
+            )
+    return found
 
 
 @pytest.mark.parametrize("acks", [0, 1])

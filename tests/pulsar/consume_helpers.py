@@ -97,19 +97,31 @@ async def receive_one(
 
 
 async def drain(
-    consumer: msgclient.Consumer, quiet_ms: int = QUIET_MS, *, ack: bool = False
+    consumer: msgclient.Consumer,
+    quiet_ms: int = QUIET_MS,
+    *,
+    ack: bool = False,
+    at_least: int = 0,
 ) -> list[msgclient.Message]:
-    """Every message that arrives until none has for ``quiet_ms`` (bounded by TIMEOUT)."""
+    """The ``at_least`` messages expected (each waited for, within TIMEOUT in all), then
+    every message that arrives until none has for ``quiet_ms``: the quiet period only
+    shows that nothing more comes, it never cuts short what is expected."""
     messages: list[msgclient.Message] = []
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
+        expecting = len(messages) < at_least
+        wait_ms = int((deadline - time.monotonic()) * 1000) if expecting else quiet_ms
         try:
-            message = await consumer.receive(timeout_millis=quiet_ms)
+            message = await consumer.receive(timeout_millis=max(1, wait_ms))
         except msgclient.ReceiveTimeoutError:
+            if expecting:
+                break
             return messages
         if ack:
             consumer.acknowledge(message)
         messages.append(message)
+    if len(messages) < at_least:
+        raise AssertionError(f"{len(messages)} messages within {TIMEOUT:g} s, not {at_least}")
     raise AssertionError(f"messages kept coming for {TIMEOUT:g} s ({len(messages)} so far)")
 
 

@@ -46,11 +46,12 @@ def secondary(make_pulsar_broker: Callable[..., PulsarBroker]) -> PulsarBroker:
     return make_pulsar_broker()
 
 
-async def read_all(service_url: str, topic: str) -> list[bytes]:
-    """Every message stored on that broker's ``topic``, read by a client of its own."""
+async def read_all(service_url: str, topic: str, count: int) -> list[bytes]:
+    """Every message stored on that broker's ``topic``, read by a client of its own:
+    ``count`` messages, then whatever comes before 500 ms pass quietly."""
     async with msgclient.Client(service_url) as client:
         reader = await client.create_reader(topic, msgclient.InitialPosition.Earliest)
-        values: list[bytes] = []
+        values = [(await within(reader.read_next())).data() for _ in range(count)]
         while True:
             try:
                 message = await reader.read_next(timeout_millis=500)
@@ -122,8 +123,8 @@ async def test_fails_over_to_the_secondary_and_switches_back(
         assert await receive_data(consumer) == b"on-primary-2"
 
     # Each cluster has what was sent while the client used it, and nothing else.
-    assert await read_all(primary.service_url, topic) == [b"on-primary-1", b"on-primary-2"]
-    assert await read_all(secondary.service_url, topic) == [b"on-secondary"]
+    assert await read_all(primary.service_url, topic, 2) == [b"on-primary-1", b"on-primary-2"]
+    assert await read_all(secondary.service_url, topic, 1) == [b"on-secondary"]
 
 
 async def test_pending_sends_are_resent_on_the_new_cluster(
@@ -143,7 +144,7 @@ async def test_pending_sends_are_resent_on_the_new_cluster(
         client.update_service_info(ServiceInfo(secondary.service_url))
         assert client.service_info.service_url == secondary.service_url
         await within(asyncio.gather(*pending))
-    assert await read_all(secondary.service_url, topic) == [b"pending-%d" % i for i in range(5)]
+    assert await read_all(secondary.service_url, topic, 5) == [b"pending-%d" % i for i in range(5)]
 
 
 async def test_a_switch_cuts_the_reconnect_backoff_short(
@@ -205,7 +206,7 @@ async def test_a_bad_service_info_changes_nothing(primary: PulsarBroker, topic: 
         assert client.service_info is before
         await within(producer.send(b"still on the primary"))
         assert producer.is_connected()
-    assert await read_all(primary.service_url, topic) == [b"still on the primary"]
+    assert await read_all(primary.service_url, topic, 1) == [b"still on the primary"]
 
 
 class PushedServices(ServiceInfoProvider):
@@ -233,7 +234,7 @@ class PushedServices(ServiceInfoProvider):
 
 
 async def test_a_service_info_provider_update_switches(
-    primary: PulsarBroker, secondary: PulsarBroker, topic: str
+    primary: PulsarBroker, secondary: PulsarBroker, topic: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = PushedServices(ServiceInfo(primary.service_url))
     async with msgclient.Client(provider, **CLIENT_OPTIONS) as client:
@@ -250,12 +251,14 @@ async def test_a_service_info_provider_update_switches(
         assert await receive_data(consumer) == b"two"
         # A bad update is refused and logged; the client stays where it is.
         provider.push(ServiceInfo("kafka://127.0.0.1:9092"))
-        await asyncio.sleep(0.1)
+        await wait_until(
+            lambda: any("refused" in r.getMessage() for r in caplog.records), "the refusal"
+        )
         assert client.service_info == target
         assert not provider.closed
     assert provider.closed
-    assert await read_all(primary.service_url, topic) == [b"one"]
-    assert await read_all(secondary.service_url, topic) == [b"two"]
+    assert await read_all(primary.service_url, topic, 1) == [b"one"]
+    assert await read_all(secondary.service_url, topic, 1) == [b"two"]
 
 
 async def test_close_stops_the_probing_task(primary: PulsarBroker, secondary: PulsarBroker) -> None:

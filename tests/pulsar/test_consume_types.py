@@ -26,7 +26,7 @@ from tests.pulsar.consume_helpers import (
     produce_one_by_one,
     receive_n,
 )
-from tests.pulsar.helpers import TIMEOUT, within
+from tests.pulsar.helpers import TIMEOUT, wait_until, within
 
 SUB = "types"
 SHARED = msgclient.ConsumerType.Shared
@@ -138,7 +138,11 @@ async def test_failover_hands_over_to_the_standby(client: msgclient.Client, topi
     values = [b"f-%02d" % i for i in range(10)]
     await produce_one_by_one(client, topic, values)
 
-    await asyncio.sleep(0.3)  # the dispatch, to whichever is active
+    # The dispatch, to whichever is active (pulsar-lite names it with no
+    # ACTIVE_CONSUMER_CHANGE: brokers.md); the other must then have none of it.
+    await wait_until(
+        lambda: a.stats.received + b.stats.received >= len(values), "the dispatch of 10"
+    )
     active, standby = (a, b) if a.stats.received else (b, a)
     first = await receive_n(active, len(values))
     assert payloads(first) == values
@@ -182,7 +186,8 @@ async def test_a_second_exclusive_consumer_is_refused(
         # On an Apache broker this is a BrokerError (ConsumerBusy) at once.
         with pytest.raises(msgclient.ConnectionClosedError, match="second Exclusive"):
             await asyncio.wait_for(other.subscribe(topic, SUB, **exclusive), TIMEOUT)
-        assert time.monotonic() - started <= operation_timeout + 1.0
+        # At the operation timeout (2 s more: a loaded machine's margin), not later.
+        assert time.monotonic() - started <= operation_timeout + 2.0
 
     # The first consumer keeps its subscription (its own connection was not touched).
     values = [b"x-%d" % i for i in range(3)]

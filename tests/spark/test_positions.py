@@ -90,8 +90,10 @@ def test_offset_json_round_trip_with_sorted_keys() -> None:
 
 def test_read_limits_split_by_backlog_exactly() -> None:
     assert split(10, {TP[0]: 10, TP[1]: 10, TP[2]: 5}) == {TP[0]: 4, TP[1]: 4, TP[2]: 2}
+    # 10 * 100/103 = 9.71 and 0.097 each: floors 9, 0, 0, 0; the unit left goes to the
+    # largest remainder (0.71).
     shares = split(10, {TP[0]: 1, TP[1]: 1, TP[2]: 1, TP[3]: 100})
-    assert sum(shares.values()) == 10 and shares[TP[3]] >= 9
+    assert shares == {TP[0]: 0, TP[1]: 0, TP[2]: 0, TP[3]: 10}
     assert split(100, {TP[0]: 3, TP[1]: 4}) == {TP[0]: 3, TP[1]: 4}
     for limit, backlog in itertools.product([1, 7, 13], [(0, 5, 9), (1, 1, 1), (50, 3, 0)]):
         shares = split(limit, dict(zip(TP, backlog, strict=False)))

@@ -78,8 +78,9 @@ async def test_a_fired_signal_cuts_every_wait_short_and_starts_the_delays_over()
     await asyncio.sleep(0.05)
     assert not any(w.done() for w in waits)
     signal.fire()
-    await asyncio.wait_for(asyncio.gather(*waits), timeout=1)
-    assert loop.time() - started < 1
+    # Cut short: done within seconds (a loaded machine's margin), not after 18-20 s.
+    await asyncio.wait_for(asyncio.gather(*waits), timeout=5)
+    assert loop.time() - started < 5
     assert all(9.0 <= b.next() <= 10.0 for b in backoffs)  # from the initial delay again
 
 
@@ -88,5 +89,5 @@ async def test_wait_sleeps_the_delay_without_a_signal_or_when_it_does_not_fire()
     for signal in (None, RetrySignal()):
         backoff = Backoff(0.05, 1.0, random.Random(2), signal)
         started = loop.time()
-        await asyncio.wait_for(backoff.wait(), timeout=1)
+        await asyncio.wait_for(backoff.wait(), timeout=5)
         assert loop.time() - started >= 0.04  # 0.045-0.05 s, less the loop's clock slack

@@ -30,6 +30,7 @@ from msgclient.options import (
     SubscriptionMode,
 )
 from msgclient.reader import Reader
+from tests.unit.fakes import FakeScheduler
 
 TOPIC = "persistent://public/default/t"
 
@@ -119,8 +120,10 @@ class Sent:
 
 
 async def make(
-    dead_letters: Sent | None = None, **options: Any
+    dead_letters: Sent | None = None, clock: FakeScheduler | None = None, **options: Any
 ) -> tuple[Consumer, PartitionConsumer, FakeTransport]:
+    """A consumer on a fake transport; its ack grouping, nack delay and ack timeout on
+    ``clock`` when given (the loop's otherwise)."""
     consumer_options = ConsumerOptions(**options)
     queue: ReceiveQueue[Message] = ReceiveQueue()
     transports: list[FakeTransport] = []
@@ -144,6 +147,7 @@ async def make(
         factory,
         Backoff(0.01, 0.05),
         router,
+        scheduler=clock,
     )
     await partition.start(timeout=1)
     consumer = Consumer([TOPIC], "sub", consumer_options, [partition], queue, lambda _: None)
@@ -164,13 +168,16 @@ async def test_grants_the_queue_then_refills_after_half_was_taken() -> None:
 
 
 async def test_acks_are_grouped_and_duplicates_of_pending_acks_are_dropped() -> None:
-    consumer, partition, transport = await make(acknowledgment_group_time_ms=50)
+    clock = FakeScheduler()
+    consumer, partition, transport = await make(clock=clock, acknowledgment_group_time_ms=50)
     partition.on_messages([message(1), message(2)])
     for _ in range(2):
         consumer.acknowledge(await consumer.receive(timeout_millis=1000))
     partition.on_messages([message(1)])  # redelivered while its ack is pending
     assert consumer.stats.queue_depth == 0
-    await asyncio.sleep(0.1)
+    clock.advance(0.049)
+    assert transport.acks == []
+    clock.advance(0.002)
     assert transport.acks == [AckBatch((Id(1), Id(2)), None)]
     assert consumer.stats.acknowledged == 2
 
@@ -210,27 +217,34 @@ async def test_only_a_dispatch_not_newer_than_all_before_is_checked_message_by_m
 
 
 async def test_negative_ack_redelivers_after_the_delay_not_before() -> None:
+    clock = FakeScheduler()
     consumer, _, transport = await make(
-        consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=200
+        clock=clock, consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=200
     )
     consumer._partitions[0].on_messages([message(7)])
     consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
-    await asyncio.sleep(0.1)
+    clock.advance(0.199)
     assert transport.redelivered == []
-    await asyncio.sleep(0.3)
+    clock.advance(0.002)
     assert transport.redelivered == [[Id(7)]]
     assert consumer.stats.negatively_acknowledged == 1
 
 
 async def test_ack_timeout_redelivers_unacked_messages() -> None:
+    clock = FakeScheduler()
     consumer, partition, transport = await make(
-        consumer_type=ConsumerType.Shared, unacked_messages_timeout_ms=1000, tick_duration_ms=100
+        clock=clock,
+        consumer_type=ConsumerType.Shared,
+        unacked_messages_timeout_ms=1000,
+        tick_duration_ms=100,
     )
     partition.on_messages([message(1), message(2)])
     first = await consumer.receive(timeout_millis=1000)
     await consumer.receive(timeout_millis=1000)
     consumer.acknowledge(first)
-    await asyncio.sleep(1.3)
+    clock.advance(0.999)
+    assert transport.redelivered == []
+    clock.advance(0.002)
     assert transport.redelivered == [[Id(2)]]
 
 
@@ -240,18 +254,17 @@ async def test_reconnect_drops_queued_messages_and_grants_a_fresh_window() -> No
     await consumer.receive(timeout_millis=1000)
     transport.drop_connection("test")
     assert consumer.stats.queue_depth == 0  # the broker redelivers what was not acked
-    for _ in range(100):
-        if transport.connects == 2 and transport.permits[-1:] == [4]:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: transport.connects == 2 and len(transport.permits) == 2)
     assert transport.connects == 2
     assert transport.permits == [4, 4]
 
 
 async def test_after_max_redeliveries_a_nacked_message_goes_to_the_dead_letter_topic() -> None:
     sent = Sent()
+    clock = FakeScheduler()
     consumer, partition, transport = await make(
         dead_letters=sent,
+        clock=clock,
         consumer_type=ConsumerType.Shared,
         dead_letter_policy=DeadLetterPolicy(max_redeliver_count=2),
         negative_ack_redelivery_delay_ms=100,
@@ -259,11 +272,12 @@ async def test_after_max_redeliveries_a_nacked_message_goes_to_the_dead_letter_t
     )
     partition.on_messages([message(1, redelivery_count=1)])
     consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
-    await asyncio.sleep(0.25)
+    clock.advance(0.1)
     assert transport.redelivered == [[Id(1)]] and sent.messages == []  # one more try
     partition.on_messages([message(1, redelivery_count=2, value=b"last")])
     consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
-    await asyncio.sleep(0.25)
+    clock.advance(0.1)
+    await wait_until(lambda: bool(transport.acked))  # the DLQ send runs in a task
     assert transport.redelivered == [[Id(1)]]  # not again: it went to the DLQ
     ((topic, value, properties),) = sent.messages
     assert (topic, value) == (f"{TOPIC}-sub-DLQ", b"last")
@@ -328,7 +342,9 @@ async def test_batch_receive_stops_at_the_byte_limit() -> None:
 
 
 async def test_batch_receive_tracks_each_message_for_the_ack_timeout() -> None:
+    clock = FakeScheduler()
     consumer, partition, transport = await make(
+        clock=clock,
         consumer_type=ConsumerType.Shared,
         unacked_messages_timeout_ms=1000,
         tick_duration_ms=100,
@@ -339,7 +355,9 @@ async def test_batch_receive_tracks_each_message_for_the_ack_timeout() -> None:
     partition.on_messages([message(i) for i in range(3)])
     received = await consumer.batch_receive()
     consumer.acknowledge(received[1])
-    await asyncio.sleep(1.3)
+    clock.advance(0.999)
+    assert transport.redelivered == []
+    clock.advance(0.002)
     assert transport.redelivered == [[Id(0), Id(2)]]
 
 
@@ -361,10 +379,8 @@ async def test_a_non_durable_subscription_keeps_its_queue_across_a_reconnect() -
     partition.on_messages([message(1), message(2), message(3)])
     await consumer.receive(timeout_millis=1000)
     transport.drop_connection("test")
-    for _ in range(100):
-        if transport.connects == 2:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: len(transport.permits) == 2)
+    assert transport.connects == 2
     assert transport.permits == [4, 2]  # the window less the two still queued
     assert [(await consumer.receive(timeout_millis=1000)).message_id() for _ in range(2)] == [
         Id(2),
@@ -372,20 +388,23 @@ async def test_a_non_durable_subscription_keeps_its_queue_across_a_reconnect() -
     ]
 
 
-async def wait_until(condition: Any) -> None:
-    for _ in range(200):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met within 2 s")
+async def wait_until(condition: Any, timeout: float = 10.0) -> None:
+    """Poll ``condition`` (work on the loop: a reconnect, a task) until it holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout:g} s")
+        await asyncio.sleep(0.005)
 
 
 async def test_exclusive_redelivery_asks_for_everything_and_drops_the_queued_copies() -> None:
     # Exclusive keeps order: the broker redelivers all unacked messages, the queued ones too.
-    consumer, partition, transport = await make(negative_ack_redelivery_delay_ms=100)
+    clock = FakeScheduler()
+    consumer, partition, transport = await make(clock=clock, negative_ack_redelivery_delay_ms=100)
     partition.on_messages([message(1), message(2), message(3)])
     consumer.negative_acknowledge(await consumer.receive(timeout_millis=1000))
-    await wait_until(lambda: transport.redelivered)
+    clock.advance(0.1)
     assert transport.redelivered == [None]
     assert consumer.stats.queue_depth == 0
     assert transport.permits == [1000]  # the two dropped plus one taken: below the refill

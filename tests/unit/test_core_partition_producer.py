@@ -27,8 +27,9 @@ from msgclient.errors import (
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import ProducerOptions
 from msgclient.producer import Producer
+from tests.unit.fakes import FakeScheduler
 
-WAIT = 1.0
+WAIT = 5.0  # a bound no wait here comes close to, even on a loaded machine
 TOPIC = "persistent://public/default/t"
 NO_DELAY_BATCHING = {"batching_enabled": True, "batching_max_publish_delay_ms": 10_000}
 
@@ -126,9 +127,17 @@ class FakeTransport(ProducerTransport):
 
 
 class Harness:
-    """A PartitionProducer on a FakeTransport, with the client's memory limit."""
+    """A PartitionProducer on a FakeTransport, with the client's memory limit; its batch
+    delay, send timeout and registration deadline on ``clock`` when given (the loop's
+    otherwise)."""
 
-    def __init__(self, memory_limit: int = 0, max_pending: int = 0, **options: Any) -> None:
+    def __init__(
+        self,
+        memory_limit: int = 0,
+        max_pending: int = 0,
+        clock: FakeScheduler | None = None,
+        **options: Any,
+    ) -> None:
         self.memory = Limit(memory_limit)
         self.transports: list[FakeTransport] = []
         self.producer = PartitionProducer(
@@ -138,6 +147,7 @@ class Harness:
             self._transport_factory,
             Backoff(0.001, 0.004),
             max_pending,
+            scheduler=clock,
         )
 
     def _transport_factory(self, events: ProducerEvents) -> ProducerTransport:
@@ -255,15 +265,23 @@ async def test_start_raises_a_permanent_failure_at_once(make_harness: MakeHarnes
 
 
 async def test_start_gives_up_at_its_timeout(make_harness: MakeHarness) -> None:
-    h = make_harness()
+    # On a fake clock each attempt takes 10 ms; the backoff (1-4 ms) is shorter, so the
+    # attempts come at 10, 20, ... ms, and after the fifth no retry fits in 50 ms.
+    clock = FakeScheduler()
+    h = make_harness(clock=clock)
     h.transport.script += [ConnectError(f"refused {i}") for i in range(1000)]
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    with pytest.raises(ConnectError, match="refused"):
+    connect = h.transport.connect
+
+    async def connect_taking_10_ms() -> ProducerRegistration:
+        clock.advance(0.01)
+        return await connect()
+
+    h.transport.connect = connect_taking_10_ms  # type: ignore[method-assign]
+    with pytest.raises(ConnectError, match="refused 4"):
         async with asyncio.timeout(WAIT):
             await h.producer.start(timeout=0.05)
-    assert loop.time() - started <= 0.05 + 0.01
-    assert h.transport.connects > 1
+    assert h.transport.connects == 5  # every retry that fit, and not one more
+    assert clock.time() == pytest.approx(0.05)  # it gave up at its deadline, not after
 
 
 # -- batching -----------------------------------------------------------------------------
@@ -365,21 +383,23 @@ async def test_batch_closes_on_max_bytes(make_harness: MakeHarness) -> None:
 async def test_batches_close_on_the_grid_of_the_publish_delay(make_harness: MakeHarness) -> None:
     # As the Java client's periodic batch timer: a batch closes one delay after the last
     # close, not one delay after its first message (which would double the average wait).
-    h = make_harness(batching_enabled=True, batching_max_publish_delay_ms=40)
+    clock = FakeScheduler()
+    h = make_harness(clock=clock, batching_enabled=True, batching_max_publish_delay_ms=40)
     await h.start()
-    loop = asyncio.get_running_loop()
-    h.send()
-    await h.transport.wait_until(lambda: bool(h.transport.written))
-    closed = loop.time()
-    await asyncio.sleep(0.03)
-    h.send()
-    h.send()
+    h.send()  # the first batch closes one delay after the producer was made
+    clock.advance(0.04)
+    await asyncio.sleep(0)  # the close runs at the end of the timer's loop turn
     assert h.transport.written == [b"0-0"]
-    await h.transport.wait_until(lambda: len(h.transport.written) == 2)
-    waited = loop.time() - closed
-    # The grid point (40 ms), not a delay after the first message (70 ms); a late timer
-    # on a loaded machine stays well below the difference.
-    assert 0.04 - 0.002 <= waited < 0.065
+    clock.advance(0.03)
+    h.send()
+    h.send()
+    clock.advance(0.009)
+    await asyncio.sleep(0)
+    assert h.transport.written == [b"0-0"]  # not before the grid point
+    clock.advance(0.002)
+    await asyncio.sleep(0)
+    # At the grid point (40 ms after the last close), not a delay after its first
+    # message (70 ms).
     assert h.transport.written == [b"0-0", b"1-2"]
 
 
@@ -569,17 +589,21 @@ async def test_too_many_requests_on_reconnect_is_retried(make_harness: MakeHarne
 async def test_send_timeout_fails_everything_pending_and_releases_the_limits(
     make_harness: MakeHarness,
 ) -> None:
+    clock = FakeScheduler()
     h = make_harness(
-        **NO_DELAY_BATCHING, batching_max_messages=2, send_timeout_millis=50, memory_limit=1000
+        clock=clock,
+        **NO_DELAY_BATCHING,
+        batching_max_messages=2,
+        send_timeout_millis=50,
+        memory_limit=1000,
     )
     await h.start()
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     written = [h.send(b"ab"), h.send(b"cd")]  # a full batch: written, never confirmed
     open_batch = [h.send(b"ef")]  # still in the open batch: covered by the timeout too
     assert h.limits_used == (3, 6)
-    await settled(*written, *open_batch)
-    assert loop.time() - started >= 0.05 - 0.002
+    clock.advance(0.049)
+    assert not any(f.done() for f in written + open_batch)
+    clock.advance(0.002)
     for future in written + open_batch:
         assert isinstance(future.exception(), SendTimeoutError)
     assert "50 ms" in str(written[0].exception())
@@ -590,11 +614,13 @@ async def test_send_timeout_fails_everything_pending_and_releases_the_limits(
 
 
 async def test_send_timeout_zero_never_times_out(make_harness: MakeHarness) -> None:
-    h = make_harness(batching_enabled=False, send_timeout_millis=0)
+    clock = FakeScheduler()
+    h = make_harness(clock=clock, batching_enabled=False, send_timeout_millis=0)
     await h.start()
     future = h.send()
-    await asyncio.sleep(0.1)
+    clock.advance(3600)
     assert not future.done()
+    assert clock.armed == 0  # no timer at all
 
 
 async def test_encode_failure_fails_the_message_and_releases_its_limits(

@@ -46,18 +46,24 @@ def is_retriable(error: MsgClientError) -> bool:
 
 
 async def register_with_retry(
-    connect: Callable[[], Awaitable[T]], backoff: Backoff, timeout: float, what: str
+    connect: Callable[[], Awaitable[T]],
+    backoff: Backoff,
+    timeout: float,
+    what: str,
+    *,
+    clock: Callable[[], float] | None = None,
 ) -> T:
     """``connect()``, retrying transient failures for up to ``timeout`` seconds; raises the
-    last error when time is up or the error is not retriable."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    last error when time is up or the error is not retriable. The deadline is on ``clock``
+    (the running loop's by default)."""
+    now = clock or asyncio.get_running_loop().time
+    deadline = now() + timeout
     while True:
         try:
             result = await connect()
         except MsgClientError as error:
             delay = backoff.next()
-            if not is_retriable(error) or loop.time() + delay > deadline:
+            if not is_retriable(error) or now() + delay > deadline:
                 raise
             log.info("registering %s failed (%s): retrying", what, error)
             await backoff.wait(delay)

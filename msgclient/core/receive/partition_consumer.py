@@ -20,6 +20,7 @@ from msgclient.core.receive.dead_letters import DeadLetterRouter
 from msgclient.core.receive.negative_acks_tracker import NegativeAcksTracker
 from msgclient.core.receive.receive_queue import FlowWindow, ReceiveQueue
 from msgclient.core.receive.unacked_tracker import UnAckedMessageTracker
+from msgclient.core.timing_wheel import Scheduler
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import first_and_last_ids
@@ -29,7 +30,11 @@ log = logging.getLogger(__name__)
 
 
 class PartitionConsumer(ConsumerEvents):
-    """Create with ``start``; the first subscription must succeed within the timeout."""
+    """Create with ``start``; the first subscription must succeed within the timeout.
+
+    ``scheduler`` is the clock and timer of the ack grouping, the negative-ack delay and
+    the ack timeout: the running loop by default, a fake clock in tests.
+    """
 
     def __init__(
         self,
@@ -41,6 +46,8 @@ class PartitionConsumer(ConsumerEvents):
         transport_factory: Callable[[ConsumerEvents], ConsumerTransport],
         backoff: Backoff,
         dead_letters: DeadLetterRouter | None,
+        *,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.topic = topic
         self.partition_index = partition_index  # -1: not a partition
@@ -59,11 +66,13 @@ class PartitionConsumer(ConsumerEvents):
             max_group_size=options.max_acknowledgment_group_size,
             ack_receipt_enabled=options.ack_receipt_enabled,
             is_connected=self._is_connected,
+            scheduler=scheduler,
         )
         self._nacks = NegativeAcksTracker(
             self._redeliver,
             options.negative_ack_redelivery_delay_ms / 1000,
             options.negative_ack_redelivery_backoff,
+            scheduler=scheduler,
         )
         self._unacked: UnAckedMessageTracker | None = None
         if options.unacked_messages_timeout_ms:
@@ -71,6 +80,7 @@ class PartitionConsumer(ConsumerEvents):
                 self._redeliver,
                 options.unacked_messages_timeout_ms / 1000,
                 options.tick_duration_ms / 1000,
+                scheduler=scheduler,
             )
         # Delivered at least max_redeliver_count times: the next redelivery is the DLQ.
         self._last_chance: dict[MessageId, Message] = {}

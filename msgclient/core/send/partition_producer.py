@@ -26,6 +26,7 @@ from msgclient.core.send.batch_container import (
 )
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.pending_queue import PendingQueue
+from msgclient.core.timing_wheel import Cancellable, Scheduler
 from msgclient.errors import (
     AlreadyClosedError,
     MessageEncodingError,
@@ -41,7 +42,11 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
 
 class PartitionProducer(ProducerEvents):
-    """Create with ``start``; the first registration must succeed within the timeout."""
+    """Create with ``start``; the first registration must succeed within the timeout.
+
+    ``scheduler`` is the clock and timer of the batch delay, the send timeout and the first
+    registration's deadline: the running loop by default, a fake clock in tests.
+    """
 
     def __init__(
         self,
@@ -51,6 +56,8 @@ class PartitionProducer(ProducerEvents):
         transport_factory: Callable[[ProducerEvents], ProducerTransport],
         backoff: Backoff,
         max_pending_messages: int,
+        *,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.topic = topic
         self.producer_name = options.producer_name or ""
@@ -62,6 +69,8 @@ class PartitionProducer(ProducerEvents):
         self._transport = transport_factory(self)
         self._backoff = backoff
         self._loop = asyncio.get_running_loop()
+        self._scheduler: Scheduler = scheduler or self._loop
+        self._time = self._scheduler.time
         self._connected = False  # frames may be written
         self._closing = False  # no new messages
         self._closed = False  # no more reconnects
@@ -75,13 +84,16 @@ class PartitionProducer(ProducerEvents):
             self._batch = container(
                 options.batching_max_messages,
                 options.batching_max_allowed_size_in_bytes,
-                self._loop.time,
+                self._time,
             )
         self._batch_delay = options.batching_max_publish_delay_ms / 1000
-        self._batch_timer: asyncio.Handle | None = None
-        self._last_batch_close = self._loop.time()
+        self._batch_timer: Cancellable | None = None
+        self._last_batch_close = self._time()
         self._pending = PendingQueue(
-            options.send_timeout_millis / 1000, self._oldest_batched, self._on_send_timeout
+            options.send_timeout_millis / 1000,
+            self._oldest_batched,
+            self._on_send_timeout,
+            scheduler=self._scheduler,
         )
         self._next_sequence_id = 0
         self.last_sequence_id_pushed = -1
@@ -100,8 +112,9 @@ class PartitionProducer(ProducerEvents):
         """Register with the broker for the first time, retrying transient failures for up
         to ``timeout`` seconds (the operation timeout); raise the last error."""
         what = f"producer on {self.topic}"
+        connect = self._transport.connect
         self._on_registered(
-            await register_with_retry(self._transport.connect, self._backoff, timeout, what)
+            await register_with_retry(connect, self._backoff, timeout, what, clock=self._time)
         )
 
     def _on_registered(self, registration: ProducerRegistration) -> None:
@@ -189,7 +202,7 @@ class PartitionProducer(ProducerEvents):
         if batch is None or message.deliver_at is not None:
             if batch is not None:  # a delayed message goes alone, after the open batch
                 self._close_batch()
-            self._push(OpSend([message], False, len(message.value), self._loop.time()))
+            self._push(OpSend([message], False, len(message.value), self._time()))
             return False
         status = batch.add(message)
         closed = status == NO_SPACE
@@ -210,10 +223,10 @@ class PartitionProducer(ProducerEvents):
         join it instead of waiting a whole delay in the next batch. A producer idle for a
         delay or more sends at the end of this turn: nothing is gained by waiting."""
         close_at = self._last_batch_close + self._batch_delay
-        if close_at <= self._loop.time():
+        if close_at <= self._time():
             self._batch_timer = self._loop.call_soon(self._close_batch)
         else:
-            self._batch_timer = self._loop.call_at(close_at, self._close_at_end_of_turn)
+            self._batch_timer = self._scheduler.call_at(close_at, self._close_at_end_of_turn)
 
     def _close_at_end_of_turn(self) -> None:
         # The callbacks that became due with this timer are queued already: they run first.
@@ -225,7 +238,7 @@ class PartitionProducer(ProducerEvents):
             self._batch_timer = None
         if self._batch is None:
             return
-        now = self._last_batch_close = self._loop.time()
+        now = self._last_batch_close = self._time()
         for messages in self._batch.close():
             size = sum(len(m.value) for m in messages)
             self._push(OpSend(messages, True, size, now))

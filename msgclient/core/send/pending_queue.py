@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from msgclient.contract import OpSend
+from msgclient.core.timing_wheel import Cancellable, Scheduler
 
 
 class PendingQueue:
@@ -21,7 +22,8 @@ class PendingQueue:
 
     ``oldest_unqueued`` gives the creation time of messages not yet in the queue (the open
     batch), which the timeout covers too. ``on_timeout`` is called when the oldest message
-    has waited ``send_timeout`` seconds; it is expected to fail everything.
+    has waited ``send_timeout`` seconds; it is expected to fail everything. Times are the
+    ``scheduler``'s (the running loop's by default; a test passes a fake clock).
     """
 
     def __init__(
@@ -29,15 +31,18 @@ class PendingQueue:
         send_timeout: float,
         oldest_unqueued: Callable[[], float | None],
         on_timeout: Callable[[], None],
+        *,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._ops: deque[OpSend] = deque()
         self._send_timeout = send_timeout
         self._oldest_unqueued = oldest_unqueued
         self._on_timeout = on_timeout
-        self._loop = asyncio.get_running_loop()
-        self._timer: asyncio.TimerHandle | None = None
+        self._scheduler: Scheduler = scheduler or asyncio.get_running_loop()
+        self._timer: Cancellable | None = None
         if send_timeout > 0:
-            self._timer = self._loop.call_later(send_timeout, self._check)
+            when = self._scheduler.time() + send_timeout
+            self._timer = self._scheduler.call_at(when, self._check)
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -69,11 +74,12 @@ class PendingQueue:
 
     def _check(self) -> None:
         oldest = self._ops[0].created_at if self._ops else self._oldest_unqueued()
+        now = self._scheduler.time()
         wait = self._send_timeout
         if oldest is not None:
-            remaining = oldest + self._send_timeout - self._loop.time()
+            remaining = oldest + self._send_timeout - now
             if remaining <= 0:
                 self._on_timeout()
             else:
                 wait = remaining
-        self._timer = self._loop.call_later(wait, self._check)
+        self._timer = self._scheduler.call_at(now + wait, self._check)

@@ -201,7 +201,7 @@ async def test_challenge_whose_answer_fails_is_logged_without_the_secret(
 
     client = make_client(server.url, authentication=AuthenticationToken(first_only))
     await produce(client)
-    caplog.set_level(logging.WARNING, logger="protocols.pulsarwire.session")
+    caplog.set_level(logging.WARNING, logger="protocols.pulsarwire.connection")
     server.connections[-1].challenge()
     async with asyncio.timeout(WAIT):
         await failed.wait()  # the warning is logged in the same loop step as the failure
@@ -449,23 +449,26 @@ async def test_oauth2_accepts_the_official_parameter_forms(
 async def test_oauth2_token_is_cached_then_refreshed_before_it_expires(
     server: ScriptedPulsarServer, make_client: MakeClient, issuer: Issuer, key_file: str
 ) -> None:
-    issuer.expires_in = 0.6  # refreshed after 90% of it
+    issuer.expires_in = 60  # refreshed after 90% of it: at 54 s
     server.authenticate = accept_issued(issuer)
     auth = AuthenticationOauth2(issuer.params(private_key=key_file))
+    now = [1000.0]
+    auth._clock = lambda: now[0]  # the token's age on a clock the test moves
     client = make_client(server.url, authentication=auth)
     await produce(client)
+    now[0] += 53.9
     server.connections[-1].challenge()  # still fresh: the cached token
     await server.wait_for(Type.AUTH_RESPONSE)
     assert issuer.issued == ["oauth-1"]
 
-    await asyncio.sleep(0.6)
-    server.connections[-1].challenge()  # expired: a new one
+    now[0] += 0.2  # 54.1 s: 90% of its life is over, it is fetched again
+    server.connections[-1].challenge()
     responses = await server.wait_for(Type.AUTH_RESPONSE, 2)
     assert [r.command.authResponse.response.auth_data for r in responses] == [
         b"oauth-1",
         b"oauth-2",
     ]
-    await asyncio.sleep(0.6)
+    now[0] += 60
     await reconnect(server)  # a new connection, after that one expired too
     assert connect_tokens(server) == [b"oauth-1", b"oauth-3"]
     assert issuer.discoveries == 1

@@ -578,11 +578,11 @@ def test_batch_lengths_that_lie() -> None:
 
 def test_record_counts_that_lie_fail_fast() -> None:
     batch = encode([out(b"x")])
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU time: a busy machine does not count
     for count in (1_000_000, 2**31 - 1, -1):
         with pytest.raises(MalformedFrameError, match="records cannot fit"):
             decode(patched(batch, COUNT, count))
-    assert time.perf_counter() - started < 0.5
+    assert time.thread_time() - started < 0.5
     two = encode([out(b"x"), out(b"y")])
     with pytest.raises(MalformedFrameError, match="bytes follow"):
         decode(patched(two, COUNT, 1))
@@ -627,10 +627,10 @@ def test_records_that_lie(records: bytes, count: int, error: str) -> None:
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
 def test_decompression_is_bounded(codec: CompressionType) -> None:
     batch = encode([out(bytes(1 << 20)) for _ in range(8)], codec)  # 8 MiB, a few KiB packed
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU time: a busy machine does not count
     with pytest.raises(ProtocolError, match="more than 1048576 bytes"):
         decode(batch, limit=1 << 20)
-    assert time.perf_counter() - started < 2
+    assert time.thread_time() - started < 2
     assert len(decode(batch, limit=(8 << 20) + 1000)[0]) == 8
 
 
