@@ -12,6 +12,8 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("msgclient", "protocols")
 ADAPTERS = ("protocols.pulsarwire", "protocols.kafkawire")
@@ -32,7 +34,7 @@ MODULES = _modules()
 
 
 def _imported(module: str, path: Path) -> Iterator[str]:
-    """The modules of this tree that ``module`` imports, by any import statement."""
+    """The modules ``module`` imports, by any import statement (of this tree or not)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -49,10 +51,13 @@ def _imported(module: str, path: Path) -> Iterator[str]:
             ]
         else:
             continue
-        yield from (name for name in names if name in MODULES and name != module)
+        yield from (name for name in names if name != module)
 
 
-GRAPH = {module: set(_imported(module, path)) for module, path in MODULES.items()}
+GRAPH = {
+    module: {name for name in _imported(module, path) if name in MODULES}
+    for module, path in MODULES.items()
+}
 
 
 def _cycles() -> list[list[str]]:
@@ -129,6 +134,22 @@ def test_no_core_module_serves_one_adapter_only() -> None:
             if users and all(_within(u, adapter) for u in users):
                 lonely[module] = adapter
     assert lonely == {}
+
+
+@pytest.mark.parametrize("session", ["protocols.pulsarwire.session", "protocols.kafkawire.session"])
+def test_the_sessions_do_no_io(session: str) -> None:
+    """Sans-IO: a session imports no event loop and nothing that owns a socket; the I/O is
+    its adapter's connection class's."""
+    imported = set(_imported(session, MODULES[session]))
+    assert "msgclient.core.network.events" in imported  # what it hands the connection
+    io = {
+        "asyncio",
+        "msgclient.core.network.connection",
+        "protocols.pulsarwire.connection",
+        "protocols.kafkawire.connection",
+        "protocols.kafkawire.node_sender",
+    }
+    assert io & imported == set()
 
 
 def test_a_shadowing_protocols_module_is_named_in_the_error(tmp_path: Path) -> None:

@@ -6,9 +6,7 @@ broker sends them; no socket.
 
 from __future__ import annotations
 
-import ast
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +16,6 @@ from kafka.protocol.sasl import SaslHandshakeRequest, SaslHandshakeResponse
 
 from msgclient.core.network.events import Answer
 from msgclient.errors import ConnectionClosedError, MalformedFrameError, TruncatedFrameError
-from protocols.kafkawire import session as session_module
 from protocols.kafkawire.api import ApiVersionTable
 from protocols.kafkawire.session import KafkaSession
 
@@ -88,19 +85,6 @@ def receive(session: KafkaSession, data: bytes) -> list[Answer]:
 def decoded(answer: Answer) -> Any:
     """The kafka-python response an answer carries."""
     return answer.result
-
-
-def test_the_session_does_no_io() -> None:
-    """Sans-IO: no asyncio, no connection; the I/O is KafkaConnection's."""
-    tree = ast.parse(Path(session_module.__file__).read_text())
-    imported = {
-        node.module if isinstance(node, ast.ImportFrom) else alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    io = {"asyncio", "msgclient.core.network.connection", "protocols.kafkawire.connection"}
-    assert not io & imported
 
 
 def test_answers_are_decoded_by_their_correlation_id() -> None:

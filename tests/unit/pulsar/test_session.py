@@ -7,10 +7,8 @@ handshake's end) or calls the producer or consumer registered under the frame's 
 
 from __future__ import annotations
 
-import ast
 import logging
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,6 @@ from msgclient.errors import (
     TopicNotFoundError,
     TruncatedFrameError,
 )
-from protocols.pulsarwire import session as session_module
 from protocols.pulsarwire.framing import (
     DEFAULT_MAX_MESSAGE_SIZE,
     MESSAGE_SIZE_FRAME_PADDING,
@@ -127,27 +124,6 @@ def session() -> PulsarSession:
     session = PulsarSession(ADDRESS)
     assert receive(session, connected()) == [Connected(decoded(connected()).connected)]
     return session
-
-
-# -- the module ------------------------------------------------------------------------------
-
-
-def test_the_session_does_no_io() -> None:
-    """Sans-IO: no asyncio, no connection, no sender; the I/O is PulsarConnection's."""
-    tree = ast.parse(Path(session_module.__file__).read_text())
-    imported = {
-        node.module if isinstance(node, ast.ImportFrom) else alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    io = {
-        "asyncio",
-        "msgclient.core.network.connection",
-        "protocols.kafkawire.node_sender",
-        "protocols.pulsarwire.connection",
-    }
-    assert not io & imported
 
 
 # -- the handshake ---------------------------------------------------------------------------
