@@ -49,8 +49,12 @@ class KafkaCodec(Protocol):
     def compress(self, data: BytesLike) -> bytes: ...
 
     def decompress(self, data: BytesLike, max_size: int) -> bytes:
-        """Raise ``ProtocolError`` if ``data`` is corrupt, truncated, or would decompress
-        to more than ``max_size`` bytes."""
+        """Raise ``ProtocolError`` if ``data`` cannot be decompressed or would decompress
+        to more than ``max_size`` bytes. Formats without a checksum of their own (LZ4 as
+        the Java client writes it, xerial Snappy, zstd) may turn damaged input into other
+        bytes, and a cut zstd frame into a prefix: the batch's CRC-32C, checked before
+        decompressing, is what catches damage (the record parser then finds a short
+        batch)."""
 
 
 @functools.cache
