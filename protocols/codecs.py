@@ -12,15 +12,32 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
 
 from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.options import CompressionType
 
 BytesLike: TypeAlias = bytes | bytearray | memoryview
+C = TypeVar("C")
 
 
 def corrupt_payload(name: str, error: object) -> ProtocolError:
     return ProtocolError(f"corrupt {name} payload: {error}")
+
+
+def codec_factory(
+    codecs: Mapping[CompressionType, Callable[[], C]], kind: CompressionType, wire: str
+) -> Callable[[], C]:
+    """What makes ``kind``'s codec among a wire format's ``codecs``; a kind the format does
+    not have raises InvalidConfigurationError listing those it has."""
+    factory = codecs.get(kind)
+    if factory is None:
+        raise InvalidConfigurationError(
+            f"option compression_type={kind} is invalid on {wire}: use one of "
+            + ", ".join(str(k) for k in codecs)
+        )
+    return factory
 
 
 def load_package(module: str, codec: str, extra: str) -> Any:

@@ -19,9 +19,16 @@ import zlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.errors import ProtocolError
 from msgclient.options import CompressionType
-from protocols.codecs import BytesLike, SnappyBlocks, Zstd, corrupt_payload, load_package
+from protocols.codecs import (
+    BytesLike,
+    SnappyBlocks,
+    Zstd,
+    codec_factory,
+    corrupt_payload,
+    load_package,
+)
 
 __all__ = ["KAFKA_CODEC_IDS", "KafkaCodec", "get_kafka_codec"]
 
@@ -63,13 +70,7 @@ def get_kafka_codec(kind: CompressionType) -> KafkaCodec:
     package is missing (that failure is not cached, so installing the package is enough)
     or if Kafka has no such codec (ZLIB).
     """
-    factory = _CODECS.get(kind)
-    if factory is None:
-        raise InvalidConfigurationError(
-            f"option compression_type={kind} is invalid on Kafka (use GZIP on Kafka): use one"
-            " of " + ", ".join(str(k) for k in _CODECS)
-        )
-    return factory()
+    return codec_factory(_CODECS, kind, "Kafka (use GZIP on Kafka)")()
 
 
 def _too_big(name: str, max_size: int) -> ProtocolError:

@@ -15,9 +15,16 @@ import zlib
 from collections.abc import Callable
 from typing import Protocol
 
-from msgclient.errors import InvalidConfigurationError, ProtocolError
+from msgclient.errors import ProtocolError
 from msgclient.options import CompressionType
-from protocols.codecs import BytesLike, SnappyBlocks, Zstd, corrupt_payload, load_package
+from protocols.codecs import (
+    BytesLike,
+    SnappyBlocks,
+    Zstd,
+    codec_factory,
+    corrupt_payload,
+    load_package,
+)
 
 __all__ = ["PULSAR_COMPRESSION_TYPES", "Codec", "get_codec"]
 
@@ -40,13 +47,7 @@ def get_codec(kind: CompressionType) -> Codec:
     package is missing (that failure is not cached, so installing the package is enough)
     or if Pulsar has no such codec (GZIP).
     """
-    factory = _CODECS.get(kind)
-    if factory is None:
-        raise InvalidConfigurationError(
-            f"option compression_type={kind} is invalid on Pulsar: use one of "
-            + ", ".join(str(k) for k in _CODECS)
-        )
-    return factory()
+    return codec_factory(_CODECS, kind, "Pulsar")()
 
 
 def _checked(name: str, out: bytes, uncompressed_size: int) -> bytes:
