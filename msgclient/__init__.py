@@ -49,6 +49,11 @@ from msgclient.errors import (
     TooManyRequestsError,
     TopicLookupError,
     TopicNotFoundError,
+    TransactionAbortableError,
+    TransactionError,
+    TransactionFatalError,
+    TransactionStateError,
+    TransactionTimeoutError,
     TruncatedFrameError,
     UnknownProtocolError,
 )
@@ -75,6 +80,7 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
+from msgclient.transaction import Transaction, TransactionState
 
 __all__ = [
     "AdapterLoadError",
@@ -141,6 +147,13 @@ __all__ = [
     "TooManyRequestsError",
     "TopicLookupError",
     "TopicNotFoundError",
+    "Transaction",
+    "TransactionAbortableError",
+    "TransactionError",
+    "TransactionFatalError",
+    "TransactionState",
+    "TransactionStateError",
+    "TransactionTimeoutError",
     "TruncatedFrameError",
     "UnknownProtocolError",
     "__version__",

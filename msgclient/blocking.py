@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack
 
 from msgclient import client as async_client
 from msgclient import consumer as async_consumer
 from msgclient import producer as async_producer
 from msgclient import reader as async_reader
+from msgclient import transaction as async_transaction
 from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
 from msgclient.core.network.cluster_failover import (
@@ -32,6 +35,7 @@ from msgclient.core.network.cluster_failover import (
 )
 from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
 from msgclient.message import Message, MessageId, SendCallback
+from msgclient.message_batch import MessageBatch
 from msgclient.options import InitialPosition
 from msgclient.producer import MessageOptions
 
@@ -242,6 +246,13 @@ class Client(Closing):
     def get_topic_partitions(self, topic: str) -> list[str]:
         return self._runner.run(self._client.get_topic_partitions(topic))
 
+    def new_transaction(self, *, transactional_id: str | None = None) -> Transaction:
+        """As the async ``new_transaction`` (docs/transactions.md)."""
+        transaction = self._runner.run(
+            self._client.new_transaction(transactional_id=transactional_id)
+        )
+        return Transaction(transaction, self._runner)
+
     def close(self) -> None:
         try:
             self._runner.run(self._client.close())
@@ -278,7 +289,7 @@ class Producer(Closing):
         **message_options: Unpack[MessageOptions],
     ) -> MessageId:
         """Send and wait for the broker's confirmation (options as the async ``send``)."""
-        return self._runner.run(self._producer.send(value, **message_options))
+        return self._runner.run(self._producer.send(value, **_unwrapped(message_options)))
 
     def send_async(
         self,
@@ -287,7 +298,9 @@ class Producer(Closing):
         **message_options: Unpack[MessageOptions],
     ) -> concurrent.futures.Future[MessageId]:
         """Queue a message; blocks only while the queue is full (block_if_queue_full)."""
-        enqueued = self._runner.run(self._producer.send_async(value, callback, **message_options))
+        enqueued = self._runner.run(
+            self._producer.send_async(value, callback, **_unwrapped(message_options))
+        )
         result: concurrent.futures.Future[MessageId] = concurrent.futures.Future()
         self._runner.loop.call_soon_threadsafe(_chain, enqueued, result)
         return result
@@ -295,8 +308,58 @@ class Producer(Closing):
     def flush(self) -> None:
         self._runner.run(self._producer.flush())
 
+    def begin_transaction(self) -> Transaction:
+        transaction = self._runner.run(_on_loop(self._producer.begin_transaction))
+        return Transaction(transaction, self._runner)
+
+    def commit_transaction(self) -> None:
+        self._runner.run(self._producer.commit_transaction())
+
+    def abort_transaction(self) -> None:
+        self._runner.run(self._producer.abort_transaction())
+
+    def send_offsets_to_transaction(
+        self, consumer: Consumer, messages: Message | MessageBatch | Iterable[Message]
+    ) -> None:
+        self._runner.run(self._producer.send_offsets_to_transaction(consumer.inner, messages))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """``with producer.transaction():`` commits at the end, or aborts if it raises."""
+        with self.begin_transaction() as transaction:
+            yield transaction
+
     def close(self) -> None:
         self._runner.run(self._producer.close())
+
+
+class Transaction:
+    """Blocking transaction: ``commit``, ``abort``; ``with`` commits or aborts."""
+
+    def __init__(self, transaction: async_transaction.Transaction, runner: _LoopThread) -> None:
+        self.inner = transaction
+        self._runner = runner
+
+    @property
+    def state(self) -> async_transaction.TransactionState:
+        return self.inner.state
+
+    def commit(self) -> None:
+        self._runner.run(self.inner.commit())
+
+    def abort(self) -> None:
+        self._runner.run(self.inner.abort())
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._runner.run(self.inner.__aexit__(error_type, error, traceback))
 
 
 class Consumer(Closing):
@@ -335,8 +398,20 @@ class Consumer(Closing):
     def batch_receive(self) -> list[Message]:
         return self._runner.run(self._consumer.batch_receive())
 
-    def acknowledge(self, message: Message | MessageId) -> None:
-        """Queue the ack (waits for the broker's confirmation with ack receipts on)."""
+    @property
+    def inner(self) -> async_consumer.Consumer:
+        """The async consumer this one drives."""
+        return self._consumer
+
+    def acknowledge(
+        self, message: Message | MessageId | MessageBatch, transaction: Transaction | None = None
+    ) -> None:
+        """Queue the ack (waits for the broker's confirmation with ack receipts on); with a
+        ``transaction``, it takes effect when that commits."""
+        if transaction is not None:
+            inner = transaction.inner
+            self._runner.run(_on_loop(lambda: self._consumer.acknowledge(message, inner)))
+            return
         self._runner.run(_ack(self._consumer.acknowledge, message))
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -409,6 +484,14 @@ class Reader(Closing):
         self._runner.run(self._reader.close())
 
 
+def _unwrapped(options: MessageOptions) -> MessageOptions:
+    """The options with a blocking Transaction replaced by the async one it drives."""
+    transaction: Any = options.get("transaction")
+    if isinstance(transaction, Transaction):
+        return {**options, "transaction": transaction.inner}
+    return options
+
+
 async def _new_client(
     service_url: str | AutoClusterFailover | ServiceInfoProvider, options: dict[str, Any]
 ) -> async_client.Client:
@@ -420,7 +503,7 @@ async def _on_loop(call: Callable[[], T]) -> T:
 
 
 async def _ack(
-    ack: Callable[[Message | MessageId], asyncio.Future[None]], message: Message | MessageId
+    ack: Callable[[Any], asyncio.Future[None]], message: Message | MessageId | MessageBatch
 ) -> None:
     await ack(message)
 

@@ -13,6 +13,7 @@ import attrs
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
 from msgclient.contract import (
+    TRANSACTIONS_NOT_SUPPORTED,
     ConsumerEvents,
     ConsumerTransport,
     ProducerEvents,
@@ -42,6 +43,7 @@ from msgclient.errors import (
     InvalidServiceUrlError,
     InvalidTopicNameError,
     MsgClientError,
+    NotSupportedError,
 )
 from msgclient.message import Message, MessageId
 from msgclient.options import (
@@ -56,6 +58,7 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
+from msgclient.transaction import Transaction, TransactionalProducers
 from msgclient.url import parse_service_url
 from msgclient.validators import build
 
@@ -85,6 +88,7 @@ class Client(AsyncClosing):
         self._memory = Limit(self.options.memory_limit)
         self._producers: set[Producer] = set()
         self._consumers: set[Consumer] = set()
+        self._transactional: dict[str, TransactionalProducers] = {}  # by transactional id
         self._closed = False
         self._service = service
         self._failover: ClusterFailover | None = None
@@ -223,6 +227,11 @@ class Client(AsyncClosing):
             ProducerOptions, "producer", {**self._backend.producer_defaults, **options}
         )
         topic = self._backend.normalize_topic(topic)
+        transactions = None
+        if producer_options.transactional_id is not None:
+            transactions = await self._transactions_of(
+                producer_options.transactional_id, producer_options.transaction_timeout_ms
+            )
         partitions = await self._backend.partition_count(topic)
         per_partition_limit = producer_options.max_pending_messages
         across = producer_options.max_pending_messages_across_partitions
@@ -249,9 +258,50 @@ class Client(AsyncClosing):
             self._memory,
             close_timeout=send_timeout or self.options.operation_timeout_seconds,
             on_closed=self._producers.discard,
+            transactions=transactions,
         )
         self._producers.add(producer)
         return producer
+
+    async def new_transaction(self, *, transactional_id: str | None = None) -> Transaction:
+        """Open a transaction (docs/transactions.md). On Kafka it belongs to a
+        transactional id, the ``transactional_id`` of the producers that send in it: name
+        it, or leave it out when the client's producers have one id. Not on Pulsar yet."""
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        if not self._backend.supports_transactions:
+            raise NotSupportedError(TRANSACTIONS_NOT_SUPPORTED)
+        if transactional_id is None:
+            known = list(self._transactional)
+            if len(known) != 1:
+                raise InvalidConfigurationError(
+                    "new_transaction(transactional_id=...): name the transactional id "
+                    + (
+                        f"(this client's producers have {', '.join(map(repr, known))})"
+                        if known
+                        else "(no producer of this client has a transactional_id yet)"
+                    )
+                )
+            transactional_id = known[0]
+        owner = self._transactional.get(transactional_id)
+        if owner is None:
+            owner = await self._transactions_of(
+                transactional_id, ProducerOptions().transaction_timeout_ms
+            )
+        return owner.begin()
+
+    async def _transactions_of(
+        self, transactional_id: str, timeout_ms: int
+    ) -> TransactionalProducers:
+        """The transactions of ``transactional_id``, registered with the coordinator (a
+        previous incarnation's open transaction aborted) the first time."""
+        transport = self._backend.transaction_transport(transactional_id, timeout_ms)
+        owner = self._transactional.get(transactional_id)
+        if owner is None:
+            owner = TransactionalProducers(transactional_id, transport, timeout_ms)
+            self._transactional[transactional_id] = owner
+        await transport.start()
+        return owner
 
     async def subscribe(
         self, topic: str | list[str], subscription_name: str, **options: Any

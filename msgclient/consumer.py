@@ -18,7 +18,8 @@ from msgclient.errors import (
 )
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import MessageBatch, MessageBlock, message_ids, topic_name
-from msgclient.options import ConsumerOptions, ConsumerType
+from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
+from msgclient.transaction import Transaction
 from msgclient.validators import check_non_negative, check_timeout
 
 
@@ -229,10 +230,16 @@ class Consumer(AsyncClosing):
 
     # -- acknowledging ------------------------------------------------------------------
 
-    def acknowledge(self, message: Message | MessageId | MessageBatch) -> asyncio.Future[None]:
-        """Acknowledge a message, or every message of a ``receive_many`` batch."""
-        if self._single_ack is not None and type(message) is Message:  # the hot path
-            return self._single_ack(message.message_id())
+    def acknowledge(
+        self, message: Message | MessageId | MessageBatch, transaction: Transaction | None = None
+    ) -> asyncio.Future[None]:
+        """Acknowledge a message, or every message of a ``receive_many`` batch. With a
+        ``transaction``, the acknowledgment takes effect when it commits (Kafka: the
+        group's offsets commit with it), and an abort delivers the messages again."""
+        if self._single_ack is not None and type(message) is Message and transaction is None:
+            return self._single_ack(message.message_id())  # the hot path
+        if transaction is not None:
+            return self._acknowledge_in(transaction, message)
         if isinstance(message, MessageBatch):
             return self._acknowledge_batch(message)
         partition, message_id = self._locate(message)
@@ -250,6 +257,30 @@ class Consumer(AsyncClosing):
         if len(futures) == 1:
             return next(iter(futures))
         return asyncio.ensure_future(_all_done(list(futures)))
+
+    def _acknowledge_in(
+        self, transaction: Transaction, message: Message | MessageId | MessageBatch
+    ) -> asyncio.Future[None]:
+        if self._options.subscription_mode is not SubscriptionMode.Durable:
+            raise InvalidConfigurationError(
+                "a reader (non-durable subscription) keeps no acknowledgments a transaction "
+                "could commit"
+            )
+        if isinstance(message, MessageBatch):
+            located = [
+                (self._single or self._by_topic[topic_name(messages)], ids)
+                for messages, start, end in message.slices
+                if (ids := message_ids(messages, start, end))
+            ]
+        else:
+            partition, message_id = self._locate(message)
+            located = [(partition, [message_id])]
+        for partition, ids in located:
+            transaction.add_acknowledgments(partition, ids)
+            partition.acknowledge_in_transaction(ids)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> asyncio.Future[None]:
         """Acknowledge every message up to and including this one (not on Shared)."""

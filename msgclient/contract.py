@@ -23,7 +23,12 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from msgclient.errors import AdapterLoadError, MsgClientError, UnknownProtocolError
+from msgclient.errors import (
+    AdapterLoadError,
+    MsgClientError,
+    NotSupportedError,
+    UnknownProtocolError,
+)
 from msgclient.message import Message, MessageId, OutgoingMessage, call_back, fail_future
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl
@@ -32,6 +37,12 @@ ENTRY_POINT_GROUP = "msgclient.protocols"
 
 # Which partition each message goes to (an index into the topic's partitions).
 Router = Callable[[OutgoingMessage], int]
+
+TRANSACTIONS_NOT_SUPPORTED = (
+    "transactions are not supported on this protocol yet (Pulsar transactions need the "
+    "broker's transaction coordinator, which msgclient does not speak yet); Kafka "
+    "transactions work (kafka://)"
+)
 
 # What one ``subscribe`` call shares among its partition transports (Kafka's group
 # membership; None on Pulsar).
@@ -244,6 +255,45 @@ class ConsumerTransport(ABC):
         """Close the consumer on the broker (best effort) and stop receiving events."""
 
 
+# -- transactions -----------------------------------------------------------------------
+
+
+class TransactionTransport(ABC):
+    """The adapter's half of the transactions of one transactional id (Kafka's
+    TransactionManager): its coordinator, the producer id and epoch that every producer of
+    that id writes with, the partitions a transaction touched, and commit and abort.
+
+    The core (``msgclient/transaction.py``) keeps the transaction object, checks the calls
+    against its state, flushes the producers that sent in it before a commit, and hands
+    the acknowledgments made in it to ``commit``.
+    """
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Find the coordinator and register the transactional id (Kafka's InitProducerId:
+        a previous incarnation's open transaction is aborted, and that producer fenced)."""
+
+    @abstractmethod
+    def begin(self) -> None:
+        """A transaction opens (no request: what it touches joins as it is written)."""
+
+    @abstractmethod
+    def check_usable(self) -> None:
+        """Raise the error that keeps the open transaction from taking sends or
+        committing (abortable or fatal), if any."""
+
+    @abstractmethod
+    async def commit(self, acknowledgments: Mapping[ConsumerTransport, list[MessageId]]) -> None:
+        """Commit, with the acknowledgments made in the transaction (every send in it is
+        confirmed already). Raises TransactionAbortableError or TransactionFatalError."""
+
+    @abstractmethod
+    async def abort(self, sends_failed: bool) -> None:
+        """Abort: what the transaction wrote is never read by read_committed consumers, and
+        its acknowledgments are dropped; ``sends_failed``: some of its messages were not
+        stored. Raises TransactionFatalError."""
+
+
 class ProtocolBackend(ABC, Generic[SubscriptionT]):
     """One per Client: the adapter's connections, lookups and topic naming."""
 
@@ -252,6 +302,7 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
     # batch size differ from Pulsar's batching delay and size, for instance).
     producer_defaults: Mapping[str, Any] = {}
     consumer_defaults: Mapping[str, Any] = {}
+    supports_transactions = False  # True: transaction_transport gives one
 
     def make_router(self, options: ProducerOptions, partitions: int) -> Router | None:
         """Which partition each message goes to; None: the core's (Pulsar's routing modes,
@@ -302,6 +353,11 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
     ) -> ConsumerTransport:
         """A transport for one (partition) consumer; ``partition`` is -1 when unpartitioned;
         ``context`` is what ``subscription_context`` returned for its subscribe call."""
+
+    def transaction_transport(self, transactional_id: str, timeout_ms: int) -> TransactionTransport:
+        """The transactions of ``transactional_id`` (one per id and client: producers with
+        the same id share it); refused where the protocol or broker has none."""
+        raise NotSupportedError(TRANSACTIONS_NOT_SUPPORTED)
 
     @abstractmethod
     async def close(self) -> None:

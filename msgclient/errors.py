@@ -150,3 +150,30 @@ class ProducerQueueIsFullError(MsgClientError):
 
 class MemoryBufferIsFullError(MsgClientError):
     """The client's ``memory_limit`` is reached and ``block_if_queue_full`` is off."""
+
+
+# -- transactions (docs/transactions.md) ------------------------------------------------
+
+
+class TransactionError(MsgClientError):
+    """A transaction could not do what was asked; the subclass says what may follow."""
+
+
+class TransactionStateError(TransactionError):
+    """The call does not fit the transaction's state (commit without begin, begin twice,
+    a send outside a transaction on a transactional producer); nothing was changed."""
+
+
+class TransactionAbortableError(TransactionError):
+    """The open transaction failed (a send refused, offsets not committed): abort it; the
+    producer can begin another one afterwards."""
+
+
+class TransactionTimeoutError(TransactionAbortableError, TimeoutError):
+    """The transaction stayed open longer than ``transaction_timeout_ms``: the coordinator
+    aborts it; abort it here too."""
+
+
+class TransactionFatalError(TransactionError):
+    """The producer can no longer take part in transactions (another producer with the same
+    transactional id fenced it, or it is not authorized): close it."""

@@ -272,6 +272,11 @@ class ProducerOptions:
     enable_idempotence: bool = attrs.field(default=True, validator=is_bool)
     max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=int_at_least(1))
     max_request_size: int = attrs.field(default=1024 * 1024, validator=int_at_least(1024))
+    # Transactions (docs/transactions.md): producers of one client with the same
+    # transactional_id share one transaction (one producer id and epoch); such a producer
+    # is idempotent with acks=all.
+    transactional_id: str | None = attrs.field(default=None, validator=optional_str)
+    transaction_timeout_ms: int = attrs.field(default=60_000, validator=int_at_least(1))
 
     def __attrs_post_init__(self) -> None:
         if self.initial_sequence_id is not None:
@@ -296,6 +301,20 @@ class ProducerOptions:
             self.crypto_key_reader,
             "a CryptoKeyReader (e.g. FileCryptoKeyReader) when encryption_keys are given",
         )
+        if self.transactional_id is not None:
+            check(
+                self.enable_idempotence,
+                "enable_idempotence",
+                self.enable_idempotence,
+                "True with a transactional_id (a transactional producer is idempotent)",
+            )
+            check(
+                self.acks == -1,
+                "acks",
+                self.acks,
+                "-1 (all) with a transactional_id (a transaction commits only what all "
+                "in-sync replicas stored)",
+            )
 
 
 class ConsumerType(enum.Enum):
@@ -534,6 +553,12 @@ class ConsumerOptions:
         default=("range", "cooperative-sticky"), converter=_str_tuple
     )
     group_instance_id: str | None = attrs.field(default=None, validator=optional_str)
+    # read_committed (librdkafka's default; the Java client's is read_uncommitted): records
+    # of open and aborted transactions are never delivered, reads stop at the last stable
+    # offset. On topics without transactions both read the same records.
+    isolation_level: str = attrs.field(
+        default="read_committed", validator=one_of("read_committed", "read_uncommitted")
+    )
     rebalance_listener: RebalanceListener | None = attrs.field(
         default=None, validator=_optional_listener
     )

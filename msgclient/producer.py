@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Mapping
-from typing import TypedDict, Unpack
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from msgclient.closing import AsyncClosing
 from msgclient.contract import Router
@@ -16,10 +17,16 @@ from msgclient.errors import (
     MemoryBufferIsFullError,
     MessageTooBigError,
     ProducerQueueIsFullError,
+    TransactionStateError,
 )
-from msgclient.message import MessageId, OutgoingMessage, SendCallback
+from msgclient.message import Message, MessageId, OutgoingMessage, SendCallback
+from msgclient.message_batch import MessageBatch
 from msgclient.options import ProducerOptions
+from msgclient.transaction import Transaction, TransactionalProducers
 from msgclient.validators import check_non_negative, check_properties
+
+if TYPE_CHECKING:
+    from msgclient.consumer import Consumer
 
 LOCAL_ONLY = ("__local__",)  # the replicate_to value that disables geo-replication
 
@@ -36,6 +43,7 @@ class MessageOptions(TypedDict, total=False):
     replication_clusters: list[str] | None
     deliver_at: int | None
     deliver_after: int | None
+    transaction: Transaction | None
 
 
 class Producer(AsyncClosing):
@@ -57,6 +65,7 @@ class Producer(AsyncClosing):
         memory: Limit,
         close_timeout: float,
         on_closed: Callable[[Producer], None],
+        transactions: TransactionalProducers | None = None,
     ) -> None:
         self.topic = topic
         self._options = options
@@ -66,6 +75,7 @@ class Producer(AsyncClosing):
         self._block = options.block_if_queue_full
         self._close_timeout = close_timeout
         self._on_closed = on_closed
+        self._transactions = transactions
         self._closing = False
         self._batch_closed = False  # the last send closed a batch: give the loop a turn
         self._loop = asyncio.get_running_loop()
@@ -88,6 +98,11 @@ class Producer(AsyncClosing):
     def is_connected(self) -> bool:
         """Whether every partition's producer is registered on an open connection."""
         return not self._closing and all(p.is_connected for p in self._partitions)
+
+    @property
+    def failed_count(self) -> int:
+        """Messages failed since the producer was created."""
+        return sum(p.failed_count for p in self._partitions)
 
     @property
     def pending_count(self) -> int:
@@ -115,7 +130,9 @@ class Producer(AsyncClosing):
         ``options`` are those of ``MessageOptions``: ``partition_key`` is a str or bytes
         (the Java client's key / keyBytes); ``deliver_at`` (ms since the epoch) or
         ``deliver_after`` (ms from now) delay the delivery to consumers (the broker must
-        support it; such messages are not batched).
+        support it; such messages are not batched). ``transaction``: the transaction the
+        message is part of (a producer with a ``transactional_id`` sends in its open
+        transaction by default, and only in one).
         """
         # Options arrive as one dict, not as keyword-only parameters: a call without any
         # (the common case) then skips filling and testing nine defaults, measured at a
@@ -129,6 +146,9 @@ class Producer(AsyncClosing):
             await asyncio.sleep(0)
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
+        transaction = None
+        if self._transactions is not None:
+            transaction = self._transactions.for_send(options.pop("transaction", None))
         null_value = value is None
         if type(value) is not bytes:
             value = b"" if value is None else _to_bytes(value)
@@ -154,6 +174,13 @@ class Producer(AsyncClosing):
             await self._wait_for_slot(pending, producer.topic)
         if not self._memory.try_acquire(size):
             await self._wait_for_memory(pending, size)
+        if transaction is not None:
+            try:
+                transaction.enlist(self)
+            except BaseException:  # the transaction ended while the send waited for room
+                pending.release(1)
+                self._memory.release(size)
+                raise
         self._batch_closed = producer.enqueue(message)
         return future
 
@@ -181,6 +208,56 @@ class Producer(AsyncClosing):
     async def flush(self) -> None:
         """Send every open batch and wait until all messages sent so far are settled."""
         await asyncio.gather(*(p.flush() for p in self._partitions))
+
+    # -- transactions, by Kafka's names (docs/transactions.md) ----------------------------
+
+    def begin_transaction(self) -> Transaction:
+        """Open a transaction of this producer's transactional id (every producer of the
+        client with that id sends in it)."""
+        return self._transactional("begin_transaction").begin()
+
+    async def commit_transaction(self) -> None:
+        """Wait for the transaction's sends, then commit it."""
+        await self._open_transaction("commit_transaction").commit()
+
+    async def abort_transaction(self) -> None:
+        await self._open_transaction("abort_transaction").abort()
+
+    async def send_offsets_to_transaction(
+        self, consumer: Consumer, messages: Message | MessageBatch | Iterable[Message]
+    ) -> None:
+        """Kafka's name for acknowledging ``messages`` of ``consumer`` in the open
+        transaction: the group's offsets commit with it."""
+        transaction = self._open_transaction("send_offsets_to_transaction")
+        if isinstance(messages, Message | MessageBatch):
+            consumer.acknowledge(messages, transaction=transaction)
+            return
+        for message in messages:
+            consumer.acknowledge(message, transaction=transaction)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        """``async with producer.transaction():`` begins a transaction and commits it at
+        the end of the block, or aborts it if the block raises."""
+        async with self.begin_transaction() as transaction:
+            yield transaction
+
+    def _transactional(self, call: str) -> TransactionalProducers:
+        if self._transactions is None:
+            raise TransactionStateError(
+                f"{call}: the producer on {self.topic} has no transactional_id "
+                "(create_producer(..., transactional_id=...))"
+            )
+        return self._transactions
+
+    def _open_transaction(self, call: str) -> Transaction:
+        transactions = self._transactional(call)
+        if transactions.current is None:
+            raise TransactionStateError(
+                f"{call}: no transaction is open on transactional id "
+                f"{transactions.transactional_id!r} (begin_transaction() first)"
+            )
+        return transactions.current
 
     async def close(self) -> None:
         """Flush and close; what cannot be delivered fails with a typed error."""
@@ -212,6 +289,11 @@ def _with_options(
     deliver_at = options.get("deliver_at")
     deliver_after = options.get("deliver_after")
     replication_clusters = options.get("replication_clusters")
+    if options.get("transaction") is not None:
+        raise TransactionStateError(
+            "transaction=: this producer has no transactional_id "
+            "(create_producer(..., transactional_id=...)) and cannot send in a transaction"
+        )
     if partition_key is not None:
         _check_key("partition_key", partition_key)
     if ordering_key is not None:

@@ -23,6 +23,7 @@ from msgclient.contract import (
     ProducerTransport,
     ProtocolBackend,
     Router,
+    TransactionTransport,
 )
 from msgclient.core.network.connection import open_connection
 from msgclient.core.network.connection_pool import ConnectionPool
@@ -56,6 +57,7 @@ from protocols.kafkawire.partitioner import make_kafka_router
 from protocols.kafkawire.produce_sender import ProduceSenders
 from protocols.kafkawire.producer import KafkaProducerTransport
 from protocols.kafkawire.sasl import make_mechanism
+from protocols.kafkawire.transaction_manager import TransactionManager
 
 PLAIN_SCHEME, TLS_SCHEME = "kafka", "kafka+ssl"
 DEFAULT_PORTS = {PLAIN_SCHEME: 9092, TLS_SCHEME: 9093}
@@ -70,6 +72,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         "batching_max_allowed_size_in_bytes": 16 * 1024,
         "send_timeout_millis": 120_000,
     }
+    supports_transactions = True
 
     def __init__(self, url: ServiceUrl, options: ClientOptions) -> None:
         if url.scheme not in DEFAULT_PORTS:
@@ -99,6 +102,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         self.context = KafkaContext(
             self.pool, self.lookup, ProduceSenders(), self.client_id, self.operation_timeout
         )
+        self._transactions: dict[str, TransactionManager] = {}
 
     # -- ProtocolBackend ----------------------------------------------------------------
 
@@ -135,7 +139,23 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
                 "not encrypt Kafka records (there is no agreed format for it)"
             )
         base, _ = split_partition_name(topic)
-        return KafkaProducerTransport(self.context, base, partition, options, events)
+        transactions = None
+        if options.transactional_id is not None:
+            transactions = self._transactions[options.transactional_id]
+        return KafkaProducerTransport(self.context, base, partition, options, events, transactions)
+
+    def transaction_transport(self, transactional_id: str, timeout_ms: int) -> TransactionTransport:
+        manager = self._transactions.get(transactional_id)
+        if manager is None:
+            manager = TransactionManager(self.context, transactional_id, timeout_ms)
+            self._transactions[transactional_id] = manager
+        elif manager.timeout_ms != timeout_ms:
+            raise InvalidConfigurationError(
+                f"option transaction_timeout_ms={timeout_ms} differs from the "
+                f"{manager.timeout_ms} of this client's other producers with transactional_id "
+                f"{transactional_id!r}: they share one transaction, and its timeout"
+            )
+        return manager
 
     def partition_of(self, message_id: MessageId) -> int | None:
         if not isinstance(message_id, KafkaMessageId):
@@ -175,6 +195,8 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         return KafkaSubscription(self.context, topics, subscription, options)
 
     async def close(self) -> None:
+        for manager in self._transactions.values():
+            await manager.close()
         await self.pool.close()
 
     # -- connections --------------------------------------------------------------------

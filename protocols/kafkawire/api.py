@@ -24,7 +24,14 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    ProduceRequest,
+    TxnOffsetCommitRequest,
+)
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from msgclient.errors import MsgClientError
@@ -47,6 +54,11 @@ SUPPORTED: dict[Any, tuple[int, int]] = {
     CreateTopicsRequest: (2, 7),
     SaslHandshakeRequest: (0, 1),
     SaslAuthenticateRequest: (0, 2),
+    # transactions; v4 of AddPartitionsToTxn batches transactional ids (broker to broker)
+    AddPartitionsToTxnRequest: (0, 3),
+    AddOffsetsToTxnRequest: (0, 3),
+    EndTxnRequest: (0, 3),
+    TxnOffsetCommitRequest: (0, 3),  # v3: the member's generation (KIP-447)
 }
 
 # The version of the first ApiVersions request; a broker that does not know it answers

@@ -43,11 +43,17 @@ class KafkaConnection(Connection[KafkaSession]):
         return self.send_request(correlation, frame, timed=timed)
 
     def produce(
-        self, acks: int, timeout_ms: int, topics: Sequence[TopicBatches]
+        self,
+        acks: int,
+        timeout_ms: int,
+        topics: Sequence[TopicBatches],
+        transactional_id: str | None = None,
     ) -> asyncio.Future[Any] | None:
         """Send a Produce request of these record batches; a future of the ProduceResponse,
         or None with acks=0 (no answer)."""
-        correlation, pieces = self.session.encode_produce(acks, timeout_ms, topics)
+        correlation, pieces = self.session.encode_produce(
+            acks, timeout_ms, topics, transactional_id
+        )
         if acks == 0:
             self.write(pieces)
             return None

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
-from msgclient.errors import MsgClientError, NotSupportedError
+from msgclient.errors import MsgClientError, NotSupportedError, TransactionAbortableError
 from msgclient.message import Message, MessageId
 from msgclient.options import ConsumerOptions, InitialPosition, SubscriptionMode
 from protocols.kafkawire.context import KafkaContext
@@ -33,6 +33,7 @@ from protocols.kafkawire.fetcher import (
     LATEST_TIMESTAMP,
     Fetcher,
     FetchState,
+    isolation_level_of,
     list_offset,
 )
 from protocols.kafkawire.group import GroupMembership
@@ -236,6 +237,37 @@ class KafkaConsumerTransport(ConsumerTransport):
         commit = self._subscription.commit_soon((self.topic, self.partition), position)
         return commit if self._options.ack_receipt_enabled else None
 
+    # -- acknowledgments in a transaction (TransactionManager.commit) --------------------
+
+    def transaction_offsets(
+        self, message_ids: list[MessageId]
+    ) -> tuple[GroupMembership, TopicPartition, int]:
+        """The group, this partition and the position to commit with ``message_ids``
+        acknowledged as well; nothing changes until the transaction commits."""
+        group = self._subscription.group
+        if group is None:
+            raise TransactionAbortableError(
+                f"{self.topic}-{self.partition}: a reader (non-durable subscription) has no "
+                "consumer group to commit offsets to in a transaction"
+            )
+        tracker = self._tracker
+        if tracker is None:
+            raise TransactionAbortableError(
+                f"{self.topic}-{self.partition} was revoked from this consumer during the "
+                "transaction: its new owner reads those messages again; abort the transaction"
+            )
+        return group, (self.topic, self.partition), tracker.position_with(_offsets(message_ids))
+
+    def transaction_committed(self, message_ids: list[MessageId], position: int) -> None:
+        tracker = self._tracker
+        if tracker is None:
+            return
+        offsets = _offsets(message_ids)
+        tracker.ack_all(offsets)
+        for offset in offsets:
+            self._redelivery_counts.pop(offset, None)
+        self._committed = max(self._committed, position)  # the transaction committed it
+
     def redeliver(self, message_ids: list[MessageId] | None) -> None:
         if message_ids is None or self._tracker is None:
             return
@@ -310,7 +342,9 @@ class KafkaConsumerTransport(ConsumerTransport):
     async def _list_offset(self, timestamp: int) -> int:
         leader = await self._subscription.context.lookup.leader(self.topic, self.partition)
         connection = await self._subscription.context.pool.get_connection(leader)
-        return await list_offset(connection, self.topic, self.partition, timestamp)
+        return await list_offset(
+            connection, self.topic, self.partition, timestamp, isolation_level_of(self._options)
+        )
 
     def _options_timeout(self) -> float:
         return self._subscription.context.operation_timeout

@@ -11,6 +11,11 @@ flight per broker) plus the queue's permits.
 
 Redeliveries (negative acks, ack timeouts) are fetched apart, one offset range at a time,
 and only the offsets asked for are delivered again, with their redelivery count.
+
+Isolation (``isolation_level``): Fetch and ListOffsets carry the consumer's. Read committed,
+each partition's records are decoded with the aborted transactions and last stable offset
+its Fetch answer gives (records.py drops aborted transactions' records and stops at the
+last stable offset); read uncommitted, every record is delivered.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from protocols.kafkawire.records import decode_record_batches
 log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+# isolation_level of Fetch and ListOffsets
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+_ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 # A record not to be delivered before this time (ms since the epoch): Pulsar's deliver_at,
 # which Kafka lacks. The consumer holds the partition at that record until then.
 DELIVER_AT_HEADER = "msgclient-deliver-at"
@@ -125,6 +133,7 @@ class Fetcher:
         self._connect = connect
         self._options = options
         self._max_uncompressed = max_uncompressed_bytes
+        self._read_committed = isolation_level_of(options) == READ_COMMITTED
         self._states: dict[FetchState, str | None] = {}  # state -> leader address
         self._loops: dict[str, asyncio.Task[None]] = {}
         self._wake: dict[str, asyncio.Event] = {}
@@ -241,11 +250,20 @@ class Fetcher:
             if answer.error_code:
                 self._partition_error(state, answer.error_code, stale)
                 continue
-            self._take(state, answer.records or b"")
+            self._take(state, answer.records or b"", *self._transactions(answer))
         if stale:
             self._relocate(stale)
 
-    def _take(self, state: FetchState, records: bytes) -> None:
+    def _take(
+        self,
+        state: FetchState,
+        records: bytes,
+        aborted_transactions: list[tuple[int, int]] | None = None,
+        last_stable_offset: int = -1,
+    ) -> None:
+        """Decode one partition's fetched ``records`` (read committed: with its aborted
+        transactions and last stable offset, as ``_transactions`` gives them), move the
+        position past them and deliver what the permits allow."""
         position = state.position
         if position is None or state.buffered:
             return  # stopped while the fetch was out (revoked, closed, sought)
@@ -255,6 +273,8 @@ class Fetcher:
             state.partition,
             position,
             max_uncompressed_bytes=self._max_uncompressed,
+            aborted_transactions=aborted_transactions,
+            last_stable_offset=last_stable_offset,
         )
         count = sum(map(len, runs))
         if count:
@@ -310,12 +330,15 @@ class Fetcher:
                 wanted.clear()
                 return
             raise errors.kafka_error(code, f"refetching {state.topic}-{state.partition}")
-        runs, _ = decode_record_batches(
+        aborted_transactions, last_stable_offset = self._transactions(answer)
+        runs, read_to = decode_record_batches(
             answer.records or b"",
             state.topic,
             state.partition,
             first,
             max_uncompressed_bytes=self._max_uncompressed,
+            aborted_transactions=aborted_transactions,
+            last_stable_offset=last_stable_offset,
         )
         again: list[Message] = []
         for run in runs:
@@ -324,10 +347,25 @@ class Fetcher:
                 if count is not None:
                     message._redelivery_count = count
                     again.append(message)
+        # What the fetch read past without finding it is gone (compacted away), or hidden
+        # (read committed: an aborted transaction's record): not asked for again.
+        for gone in [offset for offset in wanted if offset < read_to]:
+            del wanted[gone]
         if not runs:  # nothing at or after the first offset asked for: it is gone
             wanted.pop(first, None)
         if again:
             state.deliver([again], state.consumed_to())
+
+    def _transactions(self, answer: Any) -> tuple[list[tuple[int, int]] | None, int]:
+        """Read committed: the aborted transactions ((producer id, first offset) each) and
+        last stable offset of a Fetch answer's partition; read uncommitted: None, -1."""
+        if not self._read_committed:
+            return None, -1
+        aborted = answer.aborted_transactions  # null: none
+        return (
+            [(int(t.producer_id), int(t.first_offset)) for t in aborted] if aborted else [],
+            int(answer.last_stable_offset),
+        )
 
     def _hold(self, state: FetchState, due_ms: int) -> None:
         loop = asyncio.get_running_loop()
@@ -399,7 +437,7 @@ def _fetch_request(
         max_wait_ms=options.fetch_max_wait_ms,
         min_bytes=options.fetch_min_bytes,
         max_bytes=options.fetch_max_bytes,
-        isolation_level=0,
+        isolation_level=isolation_level_of(options),
         session_id=0,
         session_epoch=-1,
         topics=[
@@ -424,14 +462,25 @@ def _fetch_request(
     )
 
 
+def isolation_level_of(options: ConsumerOptions) -> int:
+    """The isolation_level of Fetch and ListOffsets for ``options.isolation_level``."""
+    return _ISOLATION_LEVELS[options.isolation_level]
+
+
 async def list_offset(
-    connection: KafkaConnection, topic: str, partition: int, timestamp: int
+    connection: KafkaConnection,
+    topic: str,
+    partition: int,
+    timestamp: int,
+    isolation_level: int = READ_UNCOMMITTED,
 ) -> int:
     """ListOffsets: the first offset at or after ``timestamp`` (ms), or EARLIEST_TIMESTAMP /
-    LATEST_TIMESTAMP's; -1 when no message is that late."""
+    LATEST_TIMESTAMP's; -1 when no message is that late. With ``isolation_level``
+    READ_COMMITTED, LATEST_TIMESTAMP's is the last stable offset (the first of an open
+    transaction), not the high watermark (ListOffsets v2 and later; v1 has none)."""
     request = ListOffsetsRequest(
         replica_id=-1,
-        isolation_level=0,
+        isolation_level=isolation_level,
         topics=[
             ListOffsetsRequest.ListOffsetsTopic(
                 name=topic,

@@ -130,6 +130,15 @@ class GroupMembership:
     # -- public -----------------------------------------------------------------------------
 
     @property
+    def link(self) -> CoordinatorLink:
+        """The connection to the group's coordinator (transactions commit offsets there)."""
+        return self._link
+
+    @property
+    def instance_id(self) -> str | None:
+        return self._instance_id
+
+    @property
     def error(self) -> MsgClientError | None:
         """Why the membership ended for good (fenced, not authorized...); None till then."""
         return self._fatal

@@ -54,10 +54,18 @@ async def retry_later(error: MsgClientError, backoff: Backoff, deadline: float) 
 
 
 class CoordinatorLink:
-    def __init__(self, context: KafkaContext, group_id: str) -> None:
+    """The link to the coordinator of a group (``group_id``), or of a transactional id
+    (``key_type`` TRANSACTION_KEY_TYPE, the id as ``group_id``)."""
+
+    def __init__(
+        self, context: KafkaContext, group_id: str, key_type: int = requests.GROUP_KEY_TYPE
+    ) -> None:
         self._context = context
         self.group_id = group_id
-        self._tag = f"group {group_id} link {next(_link_numbers)}"  # our pool key
+        self._key_type = key_type
+        kind = "group" if key_type == requests.GROUP_KEY_TYPE else "transactional id"
+        self._what = f"{kind} {group_id!r}"
+        self._tag = f"{kind} {group_id} link {next(_link_numbers)}"  # our pool key
         self._connection: KafkaConnection | None = None
         self._lock = asyncio.Lock()  # one FindCoordinator at a time
         self.closed = False
@@ -66,19 +74,21 @@ class CoordinatorLink:
         """The connection to the coordinator, found first if need be."""
         async with self._lock:
             if self.closed:
-                raise AlreadyClosedError(f"the membership of group {self.group_id!r} is closed")
+                raise AlreadyClosedError(f"the coordinator link of {self._what} is closed")
             connection = self._connection
             if connection is not None and connection.is_open:
                 return connection
             broker = await self._context.lookup.any_broker()
-            response = await broker.request(requests.find_coordinator(self.group_id))
-            address = requests.coordinator_address(response, self.group_id)
+            response = await broker.request(
+                requests.find_coordinator(self.group_id, self._key_type)
+            )
+            address = requests.coordinator_address(response, self._what)
             connection = await self._context.pool.get_connection(
                 f"{address} ({self._tag})", address
             )
             if self.closed:  # closed while we waited: do not keep it open in the pool
                 connection.close()
-                raise AlreadyClosedError(f"the membership of group {self.group_id!r} is closed")
+                raise AlreadyClosedError(f"the coordinator link of {self._what} is closed")
             self._connection = connection
             return connection
 

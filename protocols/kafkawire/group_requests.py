@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 PROTOCOL_TYPE = "consumer"  # every Kafka consumer group's protocol type
-GROUP_KEY_TYPE = 0  # FindCoordinator: a group (1 is a transactional id)
+GROUP_KEY_TYPE = 0  # FindCoordinator: a group
+TRANSACTION_KEY_TYPE = 1  # FindCoordinator: a transactional id
 NO_GENERATION = -1
 
 
@@ -74,15 +75,16 @@ class JoinAnswer:
 # -- FindCoordinator ----------------------------------------------------------------------
 
 
-def find_coordinator(group_id: str) -> Any:
-    return FindCoordinatorRequest(key=group_id, key_type=GROUP_KEY_TYPE)
+def find_coordinator(key: str, key_type: int = GROUP_KEY_TYPE) -> Any:
+    return FindCoordinatorRequest(key=key, key_type=key_type)
 
 
-def coordinator_address(response: Any, group_id: str) -> str:
-    """``host:port`` of the group's coordinator, or the typed error."""
+def coordinator_address(response: Any, what: str) -> str:
+    """``host:port`` of the coordinator of ``what`` (a group, a transactional id), or the
+    typed error."""
     if response.error_code:
         raise errors.kafka_error(
-            response.error_code, f"FindCoordinator for group {group_id!r}", response.error_message
+            response.error_code, f"FindCoordinator for {what}", response.error_message
         )
     return f"{response.host}:{response.port}"
 
@@ -213,7 +215,7 @@ def leave_error(response: Any) -> int:
 # -- OffsetCommit and OffsetFetch ---------------------------------------------------------
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     topics: dict[str, list[int]] = {}
     for topic, partition in partitions:
         topics.setdefault(topic, []).append(partition)
@@ -243,7 +245,7 @@ def offset_commit(
                 for p in partitions
             ],
         )
-        for topic, partitions in _by_topic(offsets).items()
+        for topic, partitions in by_topic(offsets).items()
     ]
     return OffsetCommitRequest(
         group_id=group_id,
@@ -270,7 +272,7 @@ def offset_fetch(group_id: str, partitions: Iterable[TopicPartition]) -> Any:
         group_id=group_id,
         topics=[
             topic_class(name=topic, partition_indexes=numbers)
-            for topic, numbers in _by_topic(partitions).items()
+            for topic, numbers in by_topic(partitions).items()
         ],
         require_stable=False,
     )

@@ -82,6 +82,16 @@ class OffsetTracker:
         while outstanding and (outstanding[0] <= offset or outstanding[0] in acked):
             acked.discard(outstanding.popleft())
 
+    def position_with(self, offsets: list[int]) -> int:
+        """The commit position if ``offsets`` were acknowledged too (a transaction's acks,
+        before it commits); nothing changes."""
+        extra = set(offsets)
+        acked = self._acked
+        for offset in self._outstanding:
+            if offset not in acked and offset not in extra:
+                return offset
+        return self._next
+
     @property
     def commit_position(self) -> int:
         return self._outstanding[0] if self._outstanding else self._next

@@ -53,8 +53,10 @@ def encode_produce_request(
     acks: int,
     timeout_ms: int,
     topics: Sequence[TopicBatches],
+    transactional_id: str | None = None,
 ) -> list[bytes]:
-    """The framed request as pieces to write in order: ``b"".join`` of them is the frame."""
+    """The framed request as pieces to write in order: ``b"".join`` of them is the frame.
+    A transactional producer's requests carry its ``transactional_id``."""
     if not MIN_PRODUCE_VERSION <= version <= MAX_PRODUCE_VERSION:
         raise ValueError(f"Produce v{version} is not encoded here")
     flexible = version >= _FIRST_FLEXIBLE
@@ -63,9 +65,12 @@ def encode_produce_request(
     head += client
     if flexible:
         head += _NO_TAGS  # header v2
-        head += uvarint(0)  # transactional_id: null (compact: length + 1)
+    if transactional_id is None:
+        head += uvarint(0) if flexible else _INT16.pack(-1)  # null (compact: length + 1)
     else:
-        head += _INT16.pack(-1)
+        transactional = transactional_id.encode()
+        head += _string_length(len(transactional), flexible)
+        head += transactional
     head += _ACKS_TIMEOUT.pack(acks, timeout_ms)
     head += _count(len(topics), flexible)
     pieces: list[bytes] = []

@@ -2,8 +2,9 @@
 into one request at a time (the Java client's Sender and RecordAccumulator.drain), and each
 partition's answer handed back to the transport that wrote the batch.
 
-A Produce request carries one acks value and one timeout for all its batches, so each
-connection has a sender per (acks, in-flight bound, request size) that its producers use.
+A Produce request carries one acks value, one timeout and one transactional id for all its
+batches, so each connection has a sender per (acks, in-flight bound, request size,
+transactional id) that its producers use.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class ProduceSenders:
     """The senders of one client's connections, by connection and settings."""
 
     def __init__(self) -> None:
-        self._senders: dict[tuple[KafkaConnection, int, int, int], ProduceSender] = {}
+        self._senders: dict[tuple[KafkaConnection, int, int, int, str | None], ProduceSender] = {}
 
     def get(self, connection: KafkaConnection, options: ProducerOptions) -> ProduceSender:
         """The connection's sender for producers with these settings."""
@@ -69,6 +70,7 @@ class ProduceSenders:
             options.acks,
             options.max_in_flight_requests_per_connection,
             options.max_request_size,
+            options.transactional_id,
         )
         sender = self._senders.get(key)
         if sender is None:
@@ -80,6 +82,7 @@ class ProduceSenders:
 def _make_sender(connection: KafkaConnection, options: ProducerOptions) -> ProduceSender:
     """The sender of one connection for producers with these acks and limits."""
     acks = options.acks
+    transactional_id = options.transactional_id
     timeout_ms = int(connection.operation_timeout * 1000)
 
     def send_request(batches: list[ProduceBatch]) -> asyncio.Future[Any] | None:
@@ -92,7 +95,7 @@ def _make_sender(connection: KafkaConnection, options: ProducerOptions) -> Produ
         for batch in batches:
             transport = batch.transport
             by_topic.setdefault(transport.topic, []).append((transport.partition, batch.op.frame))
-        answer = connection.produce(acks, timeout_ms, list(by_topic.items()))
+        answer = connection.produce(acks, timeout_ms, list(by_topic.items()), transactional_id)
         if answer is None:  # acks=0
             for batch in batches:
                 batch.transport.on_sent_unacknowledged(batch)

@@ -12,6 +12,11 @@ When the broker no longer knows the producer (UNKNOWN_PRODUCER_ID, OUT_OF_ORDER_
 INVALID_PRODUCER_EPOCH), the transport asks for a new producer id and numbers the pending
 batches from 0 again; their stored frames are patched as they are written.
 
+A transactional producer takes its producer id and epoch from the TransactionManager of
+its transactional id (shared with the client's other producers of that id), numbers its
+records from 0 in each epoch, flags its batches transactional, and sends a partition's
+first batch of a transaction only once the partition has joined it.
+
 A "disconnect" here detaches this partition from its connection (Kafka connections are
 shared by every partition on a broker): NOT_LEADER_OR_FOLLOWER for one partition must not
 close the socket for the others.
@@ -38,6 +43,11 @@ from protocols.kafkawire.fetcher import DELIVER_AT_HEADER
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.produce_sender import ProduceBatch, ProduceSender
 from protocols.kafkawire.records import encode_record_batch, with_producer_state
+from protocols.kafkawire.transaction_manager import TransactionManager
+from protocols.kafkawire.transaction_requests import (
+    PRODUCER_FENCED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +62,10 @@ _RESET_ERRORS = frozenset(
         errors.INVALID_PRODUCER_EPOCH,
     }
 )
+# A transactional producer that gets these is done: another one took its transactional id.
+_FENCED_ERRORS = frozenset(
+    {errors.INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+)
 
 
 class KafkaProducerTransport(ProducerTransport):
@@ -62,6 +76,7 @@ class KafkaProducerTransport(ProducerTransport):
         partition: int,
         options: ProducerOptions,
         events: ProducerEvents,
+        transactions: TransactionManager | None = None,
     ) -> None:
         self._context = context
         self.topic = topic
@@ -71,6 +86,8 @@ class KafkaProducerTransport(ProducerTransport):
         self._compression = options.compression_type
         get_kafka_codec(self._compression)  # fails early on ZLIB or a missing package
         self._idempotent = options.enable_idempotence
+        self._transactions = transactions
+        self._epoch_number = 0  # the manager's epoch this transport numbers records in
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequence_base = 0
@@ -87,7 +104,7 @@ class KafkaProducerTransport(ProducerTransport):
             self._context.lookup.invalidate(self.topic)
         leader = await self._context.lookup.leader(self.topic, self.partition)
         connection = await self._context.pool.get_connection(leader)
-        if self._idempotent and self._producer_id < 0:
+        if self._idempotent and self._producer_id < 0 and self._transactions is None:
             await self._init_producer_id(connection)
         self._attach(connection)
         name = self._options.producer_name or f"{self._context.client_id}-{self._producer_id}"
@@ -112,12 +129,20 @@ class KafkaProducerTransport(ProducerTransport):
             producer_id=self._producer_id,
             producer_epoch=self._producer_epoch,
             base_sequence=self._kafka_sequence(op) if self._idempotent else -1,
+            transactional=self._transactions is not None,
         )
 
     def write(self, op: OpSend) -> None:
         sender = self._sender
         if sender is None:
             return
+        transactions = self._transactions
+        if transactions is not None and transactions.epoch_number != self._epoch_number:
+            # A new epoch (the first, or one after an abort): numbering starts over here.
+            self._epoch_number = transactions.epoch_number
+            self._producer_id = transactions.producer_id
+            self._producer_epoch = transactions.producer_epoch
+            self._rebase = True
         if self._idempotent:
             if self._rebase:
                 self._rebase = False
@@ -125,7 +150,19 @@ class KafkaProducerTransport(ProducerTransport):
             state = (self._producer_id, self._producer_epoch, self._kafka_sequence(op))
             if _PRODUCER_STATE.unpack_from(op.frame, _PRODUCER_STATE_AT) != state:
                 op.frame = with_producer_state(op.frame, *state)
+        if transactions is not None and not transactions.admit(self, op):
+            return  # sent by send_admitted once the partition joins the transaction
         sender.ready(ProduceBatch(self, op, self.attachment))
+
+    def send_admitted(self, op: OpSend, attachment: int) -> None:
+        """The partition joined the transaction: send ``op`` if its connection is still ours
+        (else the core writes it again after the reconnect)."""
+        if attachment == self.attachment and self._sender is not None:
+            self._sender.ready(ProduceBatch(self, op, attachment))
+
+    def fail_admission(self, op: OpSend, attachment: int, error: MsgClientError) -> None:
+        if attachment == self.attachment:
+            self._events.on_send_error(op.sequence_id, error)
 
     def drop_connection(self, reason: str) -> None:
         self._detach(ConnectionClosedError(f"{self.topic}-{self.partition}: {reason}"))
@@ -147,7 +184,13 @@ class KafkaProducerTransport(ProducerTransport):
             self._events.on_receipt(op.sequence_id, op.highest_sequence_id, self._ids(offset))
             return
         error = errors.kafka_error(code, f"produce to {self.topic}-{self.partition}")
-        if code in _RESET_ERRORS and self._idempotent:
+        transactions = self._transactions
+        if transactions is not None and not getattr(error, "retriable", False):
+            # A batch of the transaction is lost: it can only be aborted (or, fenced, the
+            # producer is done). No new producer id here: the abort bumps the epoch.
+            failure = transactions.fail(error, fatal=code in _FENCED_ERRORS)
+            self._events.on_send_error(op.sequence_id, failure)
+        elif code in _RESET_ERRORS and self._idempotent:
             log.warning("%s-%d: %s: new producer id", self.topic, self.partition, error)
             self._producer_id = self._producer_epoch = -1
             self._rebase = True

@@ -14,14 +14,22 @@ and a record, its integers zigzag varints::
 ``batchLength`` counts from partitionLeaderEpoch on; the CRC-32C covers attributes to the
 end; with a codec set, everything after recordCount is compressed as one payload.
 
+Transactions (read_committed): a transactional batch (attributes bit 0x10) of a producer
+whose transaction was aborted is skipped, as the Java client's fetcher skips it: the Fetch
+response lists the aborted transactions (producer id, first offset) of the fetched range,
+and a producer's ABORT marker (a control batch, bit 0x20, one record whose key is version
+int16 | type int16, type 0 ABORT, 1 COMMIT) ends its aborted transaction. Control batches
+are never delivered; the offsets of both are stepped over.
+
 Both directions run once per record, where a function call costs as much as the rest of
 a record: the plain record (no key, no headers) takes hand-inlined paths in both.
 """
 
 from __future__ import annotations
 
+import heapq
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import google_crc32c
 
@@ -57,7 +65,11 @@ _PRODUCER_STATE = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequen
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _U32 = struct.Struct(">I")
 _MAGIC = 2
-_LOG_APPEND_TIME, _CONTROL = 0x08, 0x20  # attribute bits; bits 0-2 are the codec
+# attribute bits; bits 0-2 are the codec
+_LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x08, 0x10, 0x20
+_CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type
+_ABORT = 0  # the control record type of an ABORT marker (1: COMMIT)
+_NO_END = 1 << 63  # past every offset: no last stable offset to stop at
 _MIN_RECORD = 7  # a record of one-byte fields: length, attributes, 3 varints, 0 headers
 _INT31 = 0x7FFFFFFF  # sequence numbers wrap to 0 after the largest int32
 _CODECS_BY_ID = {codec_id: kind for kind, codec_id in KAFKA_CODEC_IDS.items()}
@@ -102,10 +114,13 @@ def encode_record_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """One complete RecordBatch (baseOffset 0, CreateTime) of ``messages``, in order.
 
     A message's timestamp is its ``event_timestamp``, or ``now_ms`` if it has none.
+    ``transactional`` sets the transactional attribute (a transactional producer's batch:
+    readers read_committed skip it if its producer's transaction is aborted).
     """
     codec_id = KAFKA_CODEC_IDS.get(compression)
     if codec_id is None:
@@ -167,9 +182,10 @@ def encode_record_batch(
         if codec_id:
             records = get_kafka_codec(compression).compress(records)
         # baseOffset 0 and partitionLeaderEpoch -1: the broker sets them; the CRC: below;
-        # attributes: the codec, CreateTime, neither transactional nor control.
+        # attributes: the codec, CreateTime, transactional or not, never control.
+        attributes = (codec_id | _TRANSACTIONAL) if transactional else codec_id
         header = _HEADER.pack(
-            0, _HEADER_SIZE - _LOG_OVERHEAD + len(records), -1, _MAGIC, 0, codec_id, count - 1,
+            0, _HEADER_SIZE - _LOG_OVERHEAD + len(records), -1, _MAGIC, 0, attributes, count - 1,
             base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
         )  # fmt: skip
     except (struct.error, UnicodeEncodeError, OverflowError) as error:
@@ -229,10 +245,19 @@ def decode_record_batches(
     fetch_offset: int,
     *,
     max_uncompressed_bytes: int,
+    aborted_transactions: Iterable[tuple[int, int]] | None = None,
+    last_stable_offset: int = -1,
 ) -> tuple[list[Sequence[Message]], int]:
     """The messages at or after ``fetch_offset`` in the records of one Fetch partition, in
     offset order as runs (a ``RecordRun`` for each run of plain records read by columns, a
     list of Messages for the records between them), and the offset to fetch next.
+
+    Read committed: ``aborted_transactions`` are the partition's aborted transactions as
+    the Fetch response lists them, (producer id, first offset) each: their records are not
+    delivered (None: read uncommitted, every record is). No record at or after
+    ``last_stable_offset`` (when >= 0) is delivered, and the next fetch starts there.
+    Control batches (transaction markers) are never delivered. The offset to fetch next
+    steps over skipped and control batches.
 
     A batch cut short at the end is how brokers fill a response to its size limit: it is
     left for the next fetch. Raises ``ChecksumMismatchError`` on a CRC mismatch,
@@ -245,6 +270,15 @@ def decode_record_batches(
     runs: list[Sequence[Message]] = []
     next_offset = fetch_offset
     position = 0
+    stable_end = last_stable_offset if last_stable_offset >= 0 else _NO_END
+    # As the Java client's fetcher: aborted transactions by first offset, each moved to
+    # the producer ids skipped when a batch reaches its first offset, until the
+    # producer's ABORT marker. Nothing to do without any (most fetches).
+    pending: list[tuple[int, int]] | None = None
+    aborted_producers: set[int] = set()
+    if aborted_transactions:
+        pending = [(first, producer) for producer, first in aborted_transactions]
+        heapq.heapify(pending)
     while size - position >= _LOG_OVERHEAD:
         base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(data, position)
         if size - position > _MAGIC_AT and data[position + _MAGIC_AT] != _MAGIC:
@@ -261,7 +295,11 @@ def decode_record_batches(
         if last_delta < 0:
             raise _malformed(base_offset, f"negative last offset delta {last_delta}")
         last_offset = base_offset + last_delta
-        if last_offset >= fetch_offset:  # else all before what was asked for: skipped
+        if base_offset >= stable_end:  # the next fetch starts at the last stable offset
+            next_offset = max(next_offset, stable_end)
+            break
+        wanted = last_offset >= fetch_offset  # else all before what was asked for
+        if wanted or pending is not None:
             body = data[position + _HEADER_SIZE : end]
             actual = google_crc32c.extend(
                 google_crc32c.value(data[position + _ATTRIBUTES_AT : position + _HEADER_SIZE]),
@@ -272,13 +310,75 @@ def decode_record_batches(
                     f"record batch at offset {base_offset}: CRC-32C is {actual:#010x}, "
                     f"the header says {crc:#010x}"
                 )
-            if not attributes & _CONTROL:  # transaction markers, not messages
-                _decode_records(
-                    header, body, topic, partition, fetch_offset, max_uncompressed_bytes, runs
-                )
+            deliver = wanted and not attributes & _CONTROL  # markers are not messages
+            if pending is not None and header[9] >= 0:  # a producer id: read committed
+                while pending and pending[0][0] <= last_offset:
+                    aborted_producers.add(heapq.heappop(pending)[1])
+                producer_id = header[9]
+                if producer_id in aborted_producers:
+                    if attributes & _CONTROL:
+                        if _is_abort_marker(header, body, max_uncompressed_bytes):
+                            aborted_producers.discard(producer_id)
+                    elif attributes & _TRANSACTIONAL:
+                        deliver = False  # a record of an aborted transaction
+            if deliver:
+                if last_offset >= stable_end:  # across the last stable offset
+                    batch_runs: list[Sequence[Message]] = []
+                    _decode_records(
+                        header, body, topic, partition, fetch_offset, max_uncompressed_bytes,
+                        batch_runs,
+                    )  # fmt: skip
+                    runs += _before(batch_runs, stable_end)
+                else:
+                    _decode_records(
+                        header, body, topic, partition, fetch_offset, max_uncompressed_bytes, runs
+                    )
+        if last_offset >= stable_end:
+            next_offset = max(next_offset, stable_end)
+            break
         next_offset = max(next_offset, last_offset + 1)
         position = end
     return runs, next_offset
+
+
+def _is_abort_marker(header: tuple[int, ...], body: bytes, max_uncompressed_bytes: int) -> bool:
+    """Whether the control batch (``header`` as unpacked, ``body`` what follows) is an ABORT
+    marker: its first record's key is version int16 | type int16, type 0 ABORT."""
+    base_offset, attributes, count = header[0], header[5], header[12]
+    if count <= 0:
+        return False
+    if attributes & 0x07:  # markers are written uncompressed; read them anyway
+        kind = _CODECS_BY_ID.get(attributes & 0x07)
+        if kind is None:
+            raise _malformed(base_offset, f"unknown compression codec id {attributes & 0x07}")
+        body = get_kafka_codec(kind).decompress(body, max_uncompressed_bytes)
+    try:
+        key = _record_at(body, 0, base_offset)[3]
+    except IndexError:
+        raise _malformed(base_offset, "a record runs past the end of the batch") from None
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise _malformed(base_offset, "a control record without a version and type key")
+    version, kind_id = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise _malformed(base_offset, f"control record key version {version}")
+    return bool(kind_id == _ABORT)
+
+
+def _before(runs: list[Sequence[Message]], stop: int) -> list[Sequence[Message]]:
+    """``runs`` without their messages at or after offset ``stop``."""
+    kept: list[Sequence[Message]] = []
+    for run in runs:
+        if isinstance(run, RecordRun):
+            count = stop - run.first_offset
+            if count >= len(run):
+                kept.append(run)
+            elif count > 0:
+                kept.append(run.part(0, count))
+        else:
+            below = [m for m in run if m.message_id().offset < stop]  # type: ignore[attr-defined]
+            if below:
+                kept.append(below)
+    return kept
 
 
 def _decode_records(

@@ -54,7 +54,11 @@ class KafkaSession:
         return correlation, frame
 
     def encode_produce(
-        self, acks: int, timeout_ms: int, topics: Sequence[TopicBatches]
+        self,
+        acks: int,
+        timeout_ms: int,
+        topics: Sequence[TopicBatches],
+        transactional_id: str | None = None,
     ) -> tuple[int, list[bytes]]:
         """Frame a Produce request of these record batches (without copying them): its
         correlation id and the pieces to write, in order. With acks=0 the broker does not
@@ -63,7 +67,7 @@ class KafkaSession:
         version = self.versions.version(ProduceRequest)
         correlation = next(self._correlation_ids)
         pieces = encode_produce_request(
-            version, correlation, self.client_id, acks, timeout_ms, topics
+            version, correlation, self.client_id, acks, timeout_ms, topics, transactional_id
         )
         if acks != 0:
             self._expected[correlation] = (ProduceResponse, version, False)

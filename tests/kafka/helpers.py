@@ -32,7 +32,9 @@ async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     )
 
 
-def read_blocking(bootstrap: str, topic: str, count: int | None) -> list[ConsumerRecord]:
+def read_blocking(
+    bootstrap: str, topic: str, count: int | None, isolation_level: str = "read_uncommitted"
+) -> list[ConsumerRecord]:
     """Exactly ``count`` records of ``topic`` from the start (fails on fewer or more), or
     all there are with ``count=None``.
 
@@ -48,6 +50,7 @@ def read_blocking(bootstrap: str, topic: str, count: int | None) -> list[Consume
         group_id=None,
         fetch_max_wait_ms=100,  # tansu: a 0 ms wait returns nothing (brokers.md)
         max_partition_fetch_bytes=8 * 1024 * 1024,
+        isolation_level=isolation_level,
     )
     records: list[ConsumerRecord] = []
 
@@ -91,8 +94,12 @@ def read_blocking(bootstrap: str, topic: str, count: int | None) -> list[Consume
     return records
 
 
-async def read(bootstrap: str, topic: str, count: int | None) -> list[ConsumerRecord]:
-    return await asyncio.wait_for(asyncio.to_thread(read_blocking, bootstrap, topic, count), 60)
+async def read(
+    bootstrap: str, topic: str, count: int | None, isolation_level: str = "read_uncommitted"
+) -> list[ConsumerRecord]:
+    return await asyncio.wait_for(
+        asyncio.to_thread(read_blocking, bootstrap, topic, count, isolation_level), 60
+    )
 
 
 def produce_blocking(

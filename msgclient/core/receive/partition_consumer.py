@@ -96,6 +96,11 @@ class PartitionConsumer(ConsumerEvents):
         """Subscribed on an open connection (False while reconnecting and once closed)."""
         return self._connected
 
+    @property
+    def transport(self) -> ConsumerTransport:
+        """The adapter's half (a transaction's commit hands it the acknowledgments)."""
+        return self._transport
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self, timeout: float) -> None:
@@ -236,12 +241,22 @@ class PartitionConsumer(ConsumerEvents):
     def acknowledge_all(self, message_ids: list[MessageId], messages: int) -> asyncio.Future[None]:
         """``acknowledge`` of each id, with one future for all; the ids acknowledge
         ``messages`` messages (for the stats)."""
+        self.acknowledge_in_transaction(message_ids)
+        return self._acks.ack_all(message_ids, messages)
+
+    def acknowledge_in_transaction(self, message_ids: list[MessageId]) -> None:
+        """The ids are acknowledged, or will be once the transaction that acknowledged them
+        commits: no ack timeout or dead letter for them. The ack tracker does not see
+        them: the transaction commits them itself."""
         if self._unacked is not None or self._last_chance:
             for message_id in message_ids:
                 if self._unacked is not None:
                     self._unacked.remove(message_id)
                 self._last_chance.pop(message_id, None)
-        return self._acks.ack_all(message_ids, messages)
+
+    def redeliver_aborted(self, message_ids: list[MessageId]) -> None:
+        """The transaction that acknowledged them was aborted: deliver them again."""
+        self._redeliver(message_ids)
 
     def acknowledge_cumulative(self, message_id: MessageId) -> asyncio.Future[None]:
         if self._unacked is not None:

@@ -98,6 +98,7 @@ class PartitionProducer(ProducerEvents):
         self._next_sequence_id = 0
         self.last_sequence_id_pushed = -1
         self.last_sequence_id_published = -1
+        self.failed_count = 0  # messages failed (a transaction that sent them cannot commit)
         self._registered_once = False
         self._reconnect_task: asyncio.Task[None] | None = None
 
@@ -327,6 +328,7 @@ class PartitionProducer(ProducerEvents):
             self._complete_failed(op, error)
 
     def _complete_failed(self, op: OpSend, error: MsgClientError) -> None:
+        self.failed_count += op.count
         self._release(op.count, op.payload_bytes)
         op.fail(error)
 
