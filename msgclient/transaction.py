@@ -164,6 +164,7 @@ class Transaction:
         self.state = TransactionState.COMMITTING
         try:
             await self._settle_sends()
+            self._owner.transport.check_usable()  # fenced first: that ends the producer
             failed = self._failed_sends()
             if failed:
                 self._must_abort = (

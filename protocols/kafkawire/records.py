@@ -279,6 +279,13 @@ def decode_record_batches(
     if aborted_transactions:
         pending = [(first, producer) for producer, first in aborted_transactions]
         heapq.heapify(pending)
+    # And by what follows in this response (brokers that list no aborted transactions:
+    # tansu).
+    undone = (
+        _aborted_by_what_follows(data, max_uncompressed_bytes)
+        if aborted_transactions is not None
+        else None
+    )
     while size - position >= _LOG_OVERHEAD:
         base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(data, position)
         if size - position > _MAGIC_AT and data[position + _MAGIC_AT] != _MAGIC:
@@ -321,6 +328,8 @@ def decode_record_batches(
                             aborted_producers.discard(producer_id)
                     elif attributes & _TRANSACTIONAL:
                         deliver = False  # a record of an aborted transaction
+            if deliver and undone and base_offset in undone:
+                deliver = False
             if deliver:
                 if last_offset >= stable_end:  # across the last stable offset
                     batch_runs: list[Sequence[Message]] = []
@@ -339,6 +348,41 @@ def decode_record_batches(
         next_offset = max(next_offset, last_offset + 1)
         position = end
     return runs, next_offset
+
+
+def _aborted_by_what_follows(data: bytes, max_uncompressed_bytes: int) -> set[int]:
+    """The base offsets of the transactional batches in ``data`` that what follows them in
+    it shows aborted: their producer's next marker is an ABORT, or a newer epoch of their
+    producer id wrote before any marker (their transaction never ended: an incarnation
+    that crashed, whose open transaction a broker that aborts it ends with an ABORT marker;
+    tansu writes none). One header read per batch; nothing decoded but markers."""
+    undone: set[int] = set()
+    open_batches: dict[int, list[tuple[int, int]]] = {}  # producer id: (offset, epoch)
+    size = len(data)
+    position = 0
+    while size - position >= _HEADER_SIZE:
+        header = _HEADER.unpack_from(data, position)
+        end = position + _LOG_OVERHEAD + header[1]
+        if end > size or header[1] < _HEADER_SIZE - _LOG_OVERHEAD:
+            break  # cut short (or malformed: the decoding loop says so)
+        attributes, producer_id, epoch = header[5], header[9], header[10]
+        if attributes & _TRANSACTIONAL and producer_id >= 0:
+            waiting = open_batches.get(producer_id)
+            if attributes & _CONTROL:
+                if waiting is not None:
+                    body = data[position + _HEADER_SIZE : end]
+                    if _is_abort_marker(header, body, max_uncompressed_bytes):
+                        undone.update(offset for offset, _ in waiting)
+                    del open_batches[producer_id]
+            elif waiting is None:
+                open_batches[producer_id] = [(header[0], epoch)]
+            else:
+                if waiting[0][1] < epoch:
+                    undone.update(offset for offset, older in waiting if older < epoch)
+                    waiting[:] = [(o, e) for o, e in waiting if e >= epoch]
+                waiting.append((header[0], epoch))
+        position = end
+    return undone
 
 
 def _is_abort_marker(header: tuple[int, ...], body: bytes, max_uncompressed_bytes: int) -> bool:
