@@ -245,3 +245,33 @@ async def test_transactions_are_not_supported_on_pulsar_yet(
             await client.new_transaction()
         with pytest.raises(msgclient.NotSupportedError, match="Pulsar transactions"):
             await client.create_producer(topic, transactional_id="x")
+
+
+async def test_partitions_join_a_transaction_once_not_per_batch(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """AddPartitionsToTxn goes out once per loop turn for the partitions new to the
+    transaction, never once per message or batch."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 4)
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(
+            topic, transactional_id=f"tx-{topic}", batching_max_messages=10
+        )
+        manager = client._backend._transactions[f"tx-{topic}"]  # type: ignore[attr-defined]
+        joined: list[list[tuple[str, int]]] = []
+        request = manager._request
+
+        async def counting(link: Any, body: Any, what: str, *rest: Any) -> Any:
+            if what == "AddPartitionsToTxn":
+                joined.append([(t.name, p) for t in body.v3_and_below_topics for p in t.partitions])
+            return await request(link, body, what, *rest)
+
+        manager._request = counting
+        for round_number in range(2):
+            async with producer.transaction():
+                for i in range(1000):
+                    await producer.send_async(b"%d" % i, partition_key=str(i))
+            partitions = [tp for request_partitions in joined for tp in request_partitions]
+            assert sorted(partitions) == [(topic, p) for p in range(4)], round_number
+            assert len(joined) <= 4  # 100 batches per partition, one join each
+            joined.clear()
