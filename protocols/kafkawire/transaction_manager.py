@@ -35,7 +35,7 @@ from protocols.kafkawire import errors
 from protocols.kafkawire import transaction_requests as requests
 from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.group_coordinator import CoordinatorLink, new_backoff, retry_later
-from protocols.kafkawire.group_requests import TRANSACTION_KEY_TYPE
+from protocols.kafkawire.group_requests import TRANSACTION_KEY_TYPE, commit_error
 from protocols.kafkawire.transaction_requests import ErrorClass, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class TransactionManager(TransactionTransport):
                     offsets,
                 ),
                 f"TxnOffsetCommit to group {group.group_id!r}",
-                requests.txn_offset_commit_error,
+                commit_error,  # answered as an OffsetCommit is
             )
         if self._partitions or by_group:  # an empty transaction has nothing to end
             await self._end(commit=True)

@@ -176,12 +176,3 @@ def txn_offset_commit(
             for topic, indexes in by_topic(offsets).items()
         ],
     )
-
-
-def txn_offset_commit_error(response: Any) -> int:
-    """The first partition's error: the offsets commit as a whole or not at all for us."""
-    for topic in response.topics:
-        for partition in topic.partitions:
-            if partition.error_code:
-                return int(partition.error_code)
-    return errors.NONE
