@@ -6,7 +6,8 @@ Pulsar (an embedded pulsar-lite, or --service-url), against the official pulsar-
 
 Kafka (an embedded tansu, or --bootstrap-servers), against kafka-python, aiokafka and
 confluent-kafka, each at msgclient's settings and at its own defaults: ``kafka-produce`` and
-``kafka-consume``; ``kafka`` runs the two. ``--broker kafka`` (or ``both``) sends
+``kafka-consume``; ``kafka-txn`` (transactions of 1000 messages, against confluent-kafka's
+transactional producer); ``kafka`` runs the three. ``--broker kafka`` (or ``both``) sends
 ``produce``, ``consume`` and ``all`` to Kafka (or to both brokers).
 
 Spark (needs pyspark: ``pip install msgclient[spark]``): ``spark`` measures rows/s through
@@ -32,6 +33,7 @@ from msgclient.perf import (
     event_loop,
     kafka_consume,
     kafka_produce,
+    kafka_txn,
     pulsar_consume,
     pulsar_latency,
     pulsar_produce,
@@ -154,14 +156,22 @@ def _race_table(
     results: Results,
     rows: Sequence[tuple[str, str]],
     run: Callable[[str, int], float],
+    *,
+    reverse_even_rounds: bool = False,
 ) -> None:
     """Alternating rounds over ``rows`` (label, settings); ``run(label, round)`` -> msg/s.
-    Prints the best round of each and the ratio of each msgclient row to each rival row."""
+    Prints the best round of each and the ratio of each msgclient row to each rival row.
+    ``reverse_even_rounds``: even rounds run the rows last to first."""
     print(f"{workload}: {len(rows)} runs a round")
     for label, settings in rows:
         print(f"  {label:22} {settings}")
     labels = [label for label, _ in rows]
-    rates = run_rounds(workload, args.rounds, lambda _: labels, run)
+
+    def order(round_number: int) -> list[str]:
+        flip = reverse_even_rounds and round_number % 2 == 0
+        return labels[::-1] if flip else labels
+
+    rates = run_rounds(workload, args.rounds, order, run)
     best = {label: max(values) for label, values in rates.items()}
     print(f"{workload}: best of {args.rounds} rounds")
     for label, rate in best.items():
@@ -180,19 +190,40 @@ def _race_table(
     results.rates[workload] = best
 
 
-def run_kafka_produce(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
-    contenders = {c.label: c for c in kafka_produce.CONTENDERS}
+def _race_producers(
+    workload: str,
+    contenders: Sequence[kafka_produce.Contender],
+    target: KafkaTarget,
+    args: argparse.Namespace,
+    results: Results,
+    *,
+    reverse_even_rounds: bool = False,
+) -> None:
+    """Each run on a fresh topic of its own, deleted after it."""
+    by_label = {c.label: c for c in contenders}
 
     def run(label: str, _: int) -> float:
-        topic = _topic("kafka-produce", label.replace(" ", "-"))
+        topic = _topic(workload, label.replace(" ", "-"))
         kafka_produce.create_topic(target, topic)
         try:
-            return contenders[label].run(target, topic, args.messages, args.size)
+            return by_label[label].run(target, topic, args.messages, args.size)
         finally:
             kafka_produce.delete_topic(target, topic)
 
-    rows = [(c.label, c.settings) for c in kafka_produce.CONTENDERS]
-    _race_table("kafka-produce", args, results, rows, run)
+    rows = [(c.label, c.settings) for c in contenders]
+    _race_table(workload, args, results, rows, run, reverse_even_rounds=reverse_even_rounds)
+
+
+def run_kafka_produce(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
+    _race_producers("kafka-produce", kafka_produce.CONTENDERS, target, args, results)
+
+
+def run_kafka_txn(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
+    """Transactions of ``kafka_txn.TXN_MESSAGES``; msgclient runs first in odd rounds, last
+    in even ones."""
+    _race_producers(
+        "kafka-txn", kafka_txn.CONTENDERS, target, args, results, reverse_even_rounds=True
+    )
 
 
 def run_kafka_consume(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
@@ -244,7 +275,11 @@ def run_spark(parser: argparse.ArgumentParser, args: argparse.Namespace, results
 
 
 PULSAR_WORKLOADS = {"produce": run_produce, "consume": run_consume, "latency": run_latency}
-KAFKA_WORKLOADS = {"kafka-produce": run_kafka_produce, "kafka-consume": run_kafka_consume}
+KAFKA_WORKLOADS = {
+    "kafka-produce": run_kafka_produce,
+    "kafka-consume": run_kafka_consume,
+    "kafka-txn": run_kafka_txn,
+}
 BROKERS = ("pulsar", "kafka", "both")
 
 
