@@ -94,10 +94,14 @@ class TransactionalProducers:
                 f"transaction={transaction!r} is not the open transaction of this producer's "
                 f"transactional id {self.transactional_id!r}"
             )
-        transaction.check_open("send")
+        # check_open, inlined: this runs for every message
+        if transaction.state is not TransactionState.OPEN or transaction.must_abort is not None:
+            transaction.check_open("send")
+        self.transport.check_usable()
         return transaction
 
     def ended(self, transaction: Transaction) -> None:
+        transaction.expiry.cancel()
         if self.current is transaction:
             self.current = None
 
@@ -111,12 +115,14 @@ class Transaction:
         self._owner = owner
         self.transactional_id = owner.transactional_id
         self.state = TransactionState.OPEN
-        self._loop = asyncio.get_running_loop()
-        self._deadline = self._loop.time() + owner.timeout
+        # A timer, not a clock read per send: what a Kafka coordinator would abort, the
+        # client refuses to go on with.
+        self.expiry = asyncio.get_running_loop().call_later(owner.timeout, self._expire)
         # the producers that sent in it, with their count of failed messages when they joined
         self._producers: dict[Producer, int] = {}
+        self._last_enlisted: Producer | None = None
         self._acks: dict[PartitionConsumer, list[MessageId]] = {}
-        self._must_abort: str | None = None
+        self.must_abort: TransactionAbortableError | None = None  # why, once it must
 
     def __repr__(self) -> str:
         return f"<Transaction of {self.transactional_id!r}, {self.state.value}>"
@@ -130,23 +136,25 @@ class Transaction:
                 f"cannot {what} in the transaction of {self.transactional_id!r}: it is "
                 f"{self.state.value}"
             )
-        if self._loop.time() > self._deadline:
-            self._must_abort = (
+        if self.must_abort is not None:
+            raise type(self.must_abort)(str(self.must_abort))
+        self._owner.transport.check_usable()
+
+    def _expire(self) -> None:
+        if self.must_abort is None:
+            self.must_abort = TransactionTimeoutError(
                 f"the transaction of {self.transactional_id!r} is open longer than its "
                 f"transaction_timeout_ms ({self._owner.timeout * 1000:.0f} ms): a Kafka "
                 "coordinator aborts it; abort it and begin again"
             )
-            raise TransactionTimeoutError(self._must_abort)
-        if self._must_abort is not None:
-            raise TransactionAbortableError(self._must_abort)
-        self._owner.transport.check_usable()
 
     def enlist(self, producer: Producer) -> None:
         """``producer`` sends in the transaction now (no await between this and the send)."""
         if self.state is not TransactionState.OPEN:  # it ended while the send waited
             self.check_open("send")
-        if producer not in self._producers:
+        if producer is not self._last_enlisted and producer not in self._producers:
             self._producers[producer] = producer.failed_count
+        self._last_enlisted = producer
 
     def add_acknowledgments(
         self, partition: PartitionConsumer, message_ids: Iterable[MessageId]
@@ -166,16 +174,13 @@ class Transaction:
             await self._settle_sends()
             self._owner.transport.check_usable()  # fenced first: that ends the producer
             failed = self._failed_sends()
-            if failed:
-                self._must_abort = (
+            if failed and self.must_abort is None:
+                self.must_abort = TransactionAbortableError(
                     f"{failed} messages sent in the transaction of {self.transactional_id!r} "
                     "failed: abort it"
                 )
-            if self._loop.time() > self._deadline:
-                self.state = TransactionState.OPEN
-                self.check_open("commit")  # raises TransactionTimeoutError
-            if self._must_abort is not None:
-                raise TransactionAbortableError(self._must_abort)
+            if self.must_abort is not None:
+                raise type(self.must_abort)(str(self.must_abort))
             await self._owner.transport.commit(
                 {partition.transport: ids for partition, ids in self._acks.items()}
             )
