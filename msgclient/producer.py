@@ -22,7 +22,7 @@ from msgclient.errors import (
 from msgclient.message import Message, MessageId, OutgoingMessage, SendCallback
 from msgclient.message_batch import MessageBatch
 from msgclient.options import ProducerOptions
-from msgclient.transaction import Transaction, TransactionalProducers
+from msgclient.transaction import Transaction, TransactionalProducers, TransactionState
 from msgclient.validators import check_non_negative, check_properties
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class Producer(AsyncClosing):
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
         transaction = None
         if self._transactions is not None:
-            transaction = self._transactions.for_send(options.pop("transaction", None))
+            transaction = self._transactions.for_send(options.pop("transaction", None), self)
         null_value = value is None
         if type(value) is not bytes:
             value = b"" if value is None else _to_bytes(value)
@@ -174,13 +174,10 @@ class Producer(AsyncClosing):
             await self._wait_for_slot(pending, producer.topic)
         if not self._memory.try_acquire(size):
             await self._wait_for_memory(pending, size)
-        if transaction is not None:
-            try:
-                transaction.enlist(self)
-            except BaseException:  # the transaction ended while the send waited for room
-                pending.release(1)
-                self._memory.release(size)
-                raise
+        if transaction is not None and transaction.state is not TransactionState.OPEN:
+            pending.release(1)  # the transaction ended while the send waited for room
+            self._memory.release(size)
+            transaction.check_open("send")  # raises
         self._batch_closed = producer.enqueue(message)
         return future
 

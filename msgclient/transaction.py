@@ -78,9 +78,9 @@ class TransactionalProducers:
         self.current = Transaction(self)
         return self.current
 
-    def for_send(self, transaction: Transaction | None) -> Transaction:
-        """The transaction a send joins: ``transaction``, else the open one; raises if it
-        cannot take sends."""
+    def for_send(self, transaction: Transaction | None, producer: Producer) -> Transaction:
+        """The transaction a send of ``producer`` joins: ``transaction``, else the open
+        one; raises if it cannot take sends."""
         current = self.current
         if transaction is None:
             if current is None:
@@ -98,6 +98,8 @@ class TransactionalProducers:
         if transaction.state is not TransactionState.OPEN or transaction.must_abort is not None:
             transaction.check_open("send")
         self.transport.check_usable()
+        if producer is not transaction.last_enlisted:
+            transaction.enlist(producer)
         return transaction
 
     def ended(self, transaction: Transaction) -> None:
@@ -120,7 +122,7 @@ class Transaction:
         self.expiry = asyncio.get_running_loop().call_later(owner.timeout, self._expire)
         # the producers that sent in it, with their count of failed messages when they joined
         self._producers: dict[Producer, int] = {}
-        self._last_enlisted: Producer | None = None
+        self.last_enlisted: Producer | None = None
         self._acks: dict[PartitionConsumer, list[MessageId]] = {}
         self.must_abort: TransactionAbortableError | None = None  # why, once it must
 
@@ -149,12 +151,11 @@ class Transaction:
             )
 
     def enlist(self, producer: Producer) -> None:
-        """``producer`` sends in the transaction now (no await between this and the send)."""
-        if self.state is not TransactionState.OPEN:  # it ended while the send waited
-            self.check_open("send")
-        if producer is not self._last_enlisted and producer not in self._producers:
+        """``producer`` sends in the transaction: a commit waits for its messages, and fails
+        if one of those sent from now on fails."""
+        if producer not in self._producers:
             self._producers[producer] = producer.failed_count
-        self._last_enlisted = producer
+        self.last_enlisted = producer
 
     def add_acknowledgments(
         self, partition: PartitionConsumer, message_ids: Iterable[MessageId]
