@@ -43,6 +43,9 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+_JITTER = random.Random()
+
+
 class Backoff:
     """Delays that double from ``initial`` up to ``maximum``, each shortened by up to 10%.
 
@@ -62,7 +65,9 @@ class Backoff:
         self._initial = initial
         self._maximum = maximum
         self._next = initial
-        self._random = rng or random.Random()
+        # One generator for all: seeding one from system entropy per Backoff cost more than
+        # the requests that make one (a transaction makes three).
+        self._random = rng or _JITTER
         self._signal = signal
         self._generation = 0 if signal is None else signal.generation
 
