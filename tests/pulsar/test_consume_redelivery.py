@@ -200,6 +200,37 @@ async def test_dead_letter_topic_after_max_redeliveries(
     await dlq.close()
 
 
+async def test_redeliver_unacknowledged_sends_what_passes_the_limit_to_the_dlq(
+    client: msgclient.Client, topic: str
+) -> None:
+    """Whatever redelivers a message (here redeliver_unacknowledged_messages, which names
+    no message), one that arrives past max_redeliver_count goes to the dead-letter topic
+    on receipt instead of to the application (found by pulsar-client's own test suite)."""
+    dlq_topic = f"{full_name(topic)}-{SUB}-DLQ"
+    consumer = await client.subscribe(
+        topic,
+        SUB,
+        consumer_type=SHARED,
+        initial_position=EARLIEST,
+        dead_letter_policy=msgclient.DeadLetterPolicy(max_redeliver_count=2),
+    )
+    dlq = await client.subscribe(dlq_topic, "dlq", consumer_type=SHARED, initial_position=EARLIEST)
+    producer = await client.create_producer(topic)
+    sent = {b"m-%d" % i for i in range(10)}
+    for value in sent:
+        await producer.send_async(value)
+    await producer.flush()
+    for count in (0, 1, 2):  # delivered three times: the first, and two redeliveries
+        received = await receive_n(consumer, 10)
+        assert {m.data() for m in received} == sent
+        assert {m.redelivery_count() for m in received} == {count}
+        consumer.redeliver_unacknowledged_messages()
+    dead = await receive_n(dlq, 10)
+    assert sorted(m.data() for m in dead) == sorted(sent)
+    await assert_no_message(consumer, 500)  # never delivered past the limit
+    await assert_no_message(dlq)
+
+
 async def test_dead_letter_a_whole_batch(client: msgclient.Client, topic: str) -> None:
     dlq_topic = f"{full_name(topic)}-{SUB}-DLQ"
     consumer = await client.subscribe(

@@ -56,10 +56,6 @@ class DeadLetterRouter:
         self._initial_subscription = policy.initial_subscription_name
         self._senders: dict[str, Sender] = {}
 
-    def is_dead(self, message: Message) -> bool:
-        """True once the message was redelivered as often as the policy allows."""
-        return message.redelivery_count() >= self.max_redeliver_count
-
     async def send_to_dead_letter(self, message: Message) -> MessageId:
         return await self._forward(self.dead_letter_topic, message, {}, None)
 

@@ -199,10 +199,31 @@ class PartitionConsumer(ConsumerEvents):
                 self.window.release(len(messages) - len(fresh))  # never shown: permits free
                 messages = fresh
         if self._dead_letters is not None:
-            for message in messages:
-                if self._dead_letters.is_dead(message):
-                    self._last_chance[message.message_id()] = message
+            messages = self._past_last_chance(messages)
         self._queue.put_all(messages, self.window)
+
+    def _past_last_chance(self, messages: Sequence[Message]) -> Sequence[Message]:
+        """What to deliver of a dispatch under a dead-letter policy. A message redelivered
+        past ``max_redeliver_count`` goes to the dead-letter topic on receipt (the Java
+        client's check), whatever redelivered it: a negative ack, an ack timeout,
+        ``redeliver_unacknowledged_messages``, the broker after a reconnect. One redelivered
+        exactly that often is delivered once more: its last chance."""
+        assert self._dead_letters is not None
+        limit = self._dead_letters.max_redeliver_count
+        kept: list[Message] = []
+        dead: list[Message] = []
+        for message in messages:
+            count = message.redelivery_count()
+            if count > limit:
+                dead.append(message)
+                continue
+            if count == limit:
+                self._last_chance[message.message_id()] = message
+            kept.append(message)
+        if dead:
+            self.window.release(len(dead))  # never queued: their permits are free
+            self._dead_letter_in_background(dead)
+        return kept
 
     def on_active_consumer_change(self, is_active: bool) -> None:
         self.is_active = is_active
@@ -276,9 +297,7 @@ class PartitionConsumer(ConsumerEvents):
             dead = [self._last_chance.pop(i) for i in message_ids if i in self._last_chance]
             if dead:
                 message_ids = [i for i in message_ids if i not in {m.message_id() for m in dead}]
-                task = asyncio.ensure_future(self._send_to_dead_letter(dead))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._dead_letter_in_background(dead)
         if not message_ids or not self._connected:
             return
         if (
@@ -307,6 +326,11 @@ class PartitionConsumer(ConsumerEvents):
         # Including what is queued here: drop those copies (as the Java client).
         self.window.release(self._queue.remove_window(self.window))
         self._transport.redeliver(None)
+
+    def _dead_letter_in_background(self, messages: list[Message]) -> None:
+        task = asyncio.ensure_future(self._send_to_dead_letter(messages))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _send_to_dead_letter(self, messages: list[Message]) -> None:
         assert self._dead_letters is not None
