@@ -74,7 +74,7 @@ class Producer:
     def send_async(
         self,
         content: Any,
-        callback: SendCallback,
+        callback: SendCallback | None,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -88,7 +88,8 @@ class Producer:
         """Queue a message; ``callback(result, message_id)`` is called once the broker
         stored it (``Result.Ok``) or it failed (the error's ``Result``, message id None).
         A full queue without ``block_if_queue_full`` calls it at once with
-        ``Result.ProducerQueueIsFull``, as the official client does."""
+        ``Result.ProducerQueueIsFull``, as the official client does. ``callback`` None:
+        nobody is told (the official client takes None too)."""
         value, options = message_options(
             self._schema,
             content,
@@ -104,12 +105,14 @@ class Producer:
         )
 
         def done(error: BaseException | None, message_id: CoreMessageId | None) -> None:
+            assert callback is not None
             callback(result_of(error), None if message_id is None else MessageId.wrap(message_id))
 
         try:
-            self._producer.send_async(value, done, **options)
+            self._producer.send_async(value, None if callback is None else done, **options)
         except MsgClientError as error:
-            callback(result_of(error), None)
+            if callback is not None:
+                callback(result_of(error), None)
 
     def flush(self) -> None:
         with pulsar_errors():

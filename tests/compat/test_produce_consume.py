@@ -3,6 +3,7 @@ keys, properties and null values, consume, acknowledge; message accessors and ty
 
 from __future__ import annotations
 
+import logging
 import threading
 from types import ModuleType
 from typing import Any
@@ -162,3 +163,24 @@ def test_message_listener_on_listener_thread(
     assert got == [b"l0", b"l1", b"l2"]
     assert len(threads) == 1 and caller not in threads
     consumer.close()
+
+
+def test_send_async_without_a_callback(
+    pulsar_module: ModuleType, client: Any, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``send_async(msg, None)``: the official client sends it and tells nobody; ours
+    raised a TypeError inside its send callback (found by pulsar-client's test suite)."""
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic)
+    with caplog.at_level(logging.ERROR):
+        producer.send_async(b"no callback", None)
+        producer.flush()
+    assert consumer.receive(RECEIVE_MS).data() == b"no callback"
+    assert not [r for r in caplog.records if "callback" in r.getMessage()]
+    producer.close()
+    consumer.close()
+
+
+def test_a_url_without_a_scheme_is_a_value_error(pulsar_module: ModuleType) -> None:
+    with pytest.raises(ValueError):
+        pulsar_module.Client("fakeServiceUrl")
