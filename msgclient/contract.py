@@ -13,6 +13,8 @@ core imports no adapter: a third party can plug in a protocol by installing a pa
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib.util
 import sys
 from abc import ABC, abstractmethod
@@ -62,24 +64,42 @@ class ProducerRegistration:
     schema_version: bytes | None = None  # the version the broker gave the producer's schema
 
 
-class OpSend:
-    """One write to the broker: a batch of messages, or a single unbatched message.
+@dataclass(frozen=True, slots=True)
+class ValueColumns:
+    """The records of a bulk send (``send_many``) as columns: values (None: a null value)
+    and keys (None: no keys)."""
 
-    ``messages`` serve the encoding only: once the frame holds them the producer calls
-    ``encoded`` and they go. What waits for the receipt is each message's future (and
-    callback): one object per message fewer for the garbage collector to scan while
-    thousands of messages are in flight (its full collections cost a third of a busy
-    producer's time, measured).
+    values: Sequence[bytes | None]
+    keys: Sequence[bytes | None] | None = None
+
+
+# The ids of an op's messages, in order, made when asked (a bulk op's are never made
+# unless the caller looks).
+MessageIdsOf = Callable[["OpSend"], list[MessageId]]
+
+
+class OpSend:
+    """One write to the broker: a batch of messages, or a single unbatched message, or
+    (``of_columns``) a batch of a bulk send.
+
+    ``messages`` (or ``columns``) serve the encoding only: once the frame holds them the
+    producer calls ``encoded`` and they go. What waits for the receipt is each message's
+    future (and callback): one object per message fewer for the garbage collector to scan
+    while thousands of messages are in flight (its full collections cost a third of a busy
+    producer's time, measured). A bulk op has one future for all its messages: it gets
+    a function of no arguments that makes their ids.
     """
 
     __slots__ = (
         "callbacks",
+        "columns",
         "count",
         "created_at",
         "frame",
         "futures",
         "highest_sequence_id",
         "is_batch",
+        "is_bulk",
         "messages",
         "payload_bytes",
         "sequence_id",
@@ -90,7 +110,8 @@ class OpSend:
     ) -> None:
         self.messages = messages
         self.count = len(messages)
-        self.futures = [message.future for message in messages]
+        # a MessageId each; a bulk op's one future: a function that makes its ids
+        self.futures: list[asyncio.Future[Any]] = [message.future for message in messages]
         callbacks = [message.callback for message in messages]
         self.callbacks = callbacks if any(callbacks) else None
         self.is_batch = is_batch
@@ -99,14 +120,50 @@ class OpSend:
         self.sequence_id: int = messages[0].sequence_id  # type: ignore[assignment]
         self.highest_sequence_id: int = messages[-1].sequence_id  # type: ignore[assignment]
         self.frame = b""  # the encoded frame, kept to resend after a reconnect
+        self.columns: ValueColumns | None = None
+        self.is_bulk = False
+
+    @classmethod
+    def of_columns(
+        cls,
+        columns: ValueColumns,
+        first_sequence_id: int,
+        future: asyncio.Future[Callable[[], list[MessageId]]],
+        payload_bytes: int,
+        created_at: float,
+    ) -> OpSend:
+        """A batch of a bulk send: ``columns`` numbered from ``first_sequence_id``;
+        ``future`` gets a function that makes the messages' ids."""
+        op = cls.__new__(cls)
+        op.messages = []
+        op.columns = columns
+        op.count = len(columns.values)
+        op.futures = [future]
+        op.callbacks = None
+        op.is_batch = True
+        op.is_bulk = True
+        op.payload_bytes = payload_bytes
+        op.created_at = created_at
+        op.sequence_id = first_sequence_id
+        op.highest_sequence_id = first_sequence_id + op.count - 1
+        op.frame = b""
+        return op
 
     def encoded(self, frame: bytes) -> None:
         """The frame holds the messages now: keep it, drop them (and their payloads)."""
         self.frame = frame
         self.messages = []
+        self.columns = None
 
-    def complete(self, message_ids: list[MessageId]) -> None:
-        """Each message was stored under its id, in order."""
+    def complete(self, make_ids: MessageIdsOf) -> None:
+        """Each message was stored; ``make_ids(op)`` gives their ids, in order."""
+        if self.is_bulk:
+            future = self.futures[0]
+            if not future.done():
+                self.frame = b""  # the ids' function keeps the op: not its bytes
+                future.set_result(functools.partial(make_ids, self))
+            return
+        message_ids = make_ids(self)
         for future, message_id in zip(self.futures, message_ids, strict=True):
             if not future.done():
                 future.set_result(message_id)
@@ -150,6 +207,9 @@ class ProducerEvents(ABC):
 
 class ProducerTransport(ABC):
     """The adapter's half of a partition producer: registration, encoding, writing."""
+
+    # encode() takes bulk ops (OpSend.of_columns): the protocol's send_many
+    encodes_columns = False
 
     @abstractmethod
     async def connect(self) -> ProducerRegistration:

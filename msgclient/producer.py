@@ -5,23 +5,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from msgclient.closing import AsyncClosing
-from msgclient.contract import Router
+from msgclient.contract import Router, ValueColumns
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
 from msgclient.errors import (
     AlreadyClosedError,
+    InvalidConfigurationError,
     MemoryBufferIsFullError,
     MessageTooBigError,
+    NotSupportedError,
     ProducerQueueIsFullError,
     TransactionStateError,
 )
 from msgclient.message import Message, MessageId, OutgoingMessage, SendCallback
 from msgclient.message_batch import MessageBatch
 from msgclient.options import ProducerOptions
+from msgclient.sent_messages import SentMessages
 from msgclient.transaction import Transaction, TransactionalProducers, TransactionState
 from msgclient.validators import check_non_negative, check_properties
 
@@ -181,6 +184,86 @@ class Producer(AsyncClosing):
         self._batch_closed = producer.enqueue(message)
         return future
 
+    async def send_many(
+        self,
+        values: Sequence[bytes | None],
+        *,
+        keys: Sequence[str | bytes | None] | None = None,
+    ) -> SentMessages:
+        """Send ``values`` (None: a null value), with ``keys`` if given (None: no key),
+        and wait until the broker stored them all: the bulk path, by columns, with no
+        Message, future or call per message (Kafka; docs/producer.md).
+
+        Values go out in batches cut as ``send_async``'s (``batching_max_messages``,
+        ``batching_max_allowed_size_in_bytes``), keyed ones to their key's partition,
+        unkeyed ones to one partition per batch (sticky). Each batch waits for room in the
+        pending and memory limits (whatever ``block_if_queue_full`` says: a bulk call is a
+        stream), counts against the send timeout, and is resent after a reconnect with
+        its sequence numbers, as any batch. If a batch fails, the call raises its error
+        once every batch is settled; the others may be stored. Returns the messages' ids
+        in the order of ``values``, made when read. In a transaction as ``send_async``.
+        """
+        if self._closing:
+            raise AlreadyClosedError(f"producer on {self.topic} is closed")
+        partitions = self._partitions
+        if not partitions[0].sends_columns:
+            raise NotSupportedError(
+                "send_many is not supported on this protocol yet (Kafka only); send each "
+                "message with send_async"
+            )
+        transaction = None
+        if self._transactions is not None:
+            transaction = self._transactions.for_send(None, self)
+        count = len(values)
+        if not count:
+            return SentMessages(0, [])
+        key_bytes = _key_column(keys, count)
+        size_limit = partitions[0].max_message_size
+        for value in values:
+            if value is not None and (type(value) is not bytes or len(value) > size_limit):
+                _check_value(value, size_limit, self.topic)
+        options = self._options
+        max_count = options.batching_max_messages if options.batching_enabled else 1
+        max_bytes = min(options.batching_max_allowed_size_in_bytes, size_limit)
+        batches: list[tuple[int, Sequence[int] | range, ValueColumns, int]] = []
+        if key_bytes is None:
+            for start, end, size in _cuts(values, max_count, max_bytes):
+                index = 0 if self._router is None else self._router(_chunk_probe(size))
+                batches.append((index, range(start, end), ValueColumns(values[start:end]), size))
+        else:
+            for index, positions in _by_partition(self._router, key_bytes).items():
+                column = [values[i] for i in positions]
+                for start, end, size in _cuts(column, max_count, max_bytes):
+                    taken = positions[start:end]
+                    keyed = ValueColumns(column[start:end], [key_bytes[i] for i in taken])
+                    batches.append((index, taken, keyed, size))
+        futures: list[asyncio.Future[Callable[[], list[MessageId]]]] = []
+        for index, _, columns, size in batches:
+            producer = partitions[index]
+            await producer.pending_messages.acquire(len(columns.values))
+            try:
+                await self._memory.acquire(size)
+            except BaseException:
+                producer.pending_messages.release(len(columns.values))
+                raise
+            if transaction is not None and transaction.state is not TransactionState.OPEN:
+                producer.pending_messages.release(len(columns.values))
+                self._memory.release(size)
+                transaction.check_open("send")  # it ended meanwhile: raises
+            futures.append(producer.enqueue_columns(columns, size))
+            await asyncio.sleep(0)  # the batch goes out while the next ones are cut
+        await asyncio.wait(futures)
+        for future in futures:
+            if future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
+        return SentMessages(
+            count,
+            [
+                (positions, f.result())
+                for (_, positions, _, _), f in zip(batches, futures, strict=True)
+            ],
+        )
+
     async def _wait_for_slot(self, pending: Limit, topic: str) -> None:
         if not self._block:
             raise ProducerQueueIsFullError(
@@ -326,6 +409,76 @@ def _with_options(
         deliver_at,
         null_value,
     )
+
+
+def _key_column(keys: Sequence[str | bytes | None] | None, count: int) -> list[bytes | None] | None:
+    """``send_many``'s keys as bytes (None: no keys at all)."""
+    if keys is None:
+        return None
+    if len(keys) != count:
+        raise InvalidConfigurationError(f"send_many: {len(keys)} keys for {count} values")
+    column: list[bytes | None] = []
+    for key in keys:
+        if type(key) is str:
+            column.append(key.encode("utf-8", "surrogateescape"))
+        elif key is None or type(key) is bytes:
+            column.append(key)
+        else:
+            _check_key("a key", key)
+    return column
+
+
+def _check_value(value: object, size_limit: int, topic: str) -> None:
+    if type(value) is not bytes:
+        _to_bytes(value)  # raises TypeError naming the type
+        raise TypeError(f"send_many takes bytes or None values, not {type(value).__name__}")
+    raise MessageTooBigError(
+        f"message of {len(value)} bytes is over the broker's limit of {size_limit} bytes "
+        f"(topic {topic})"
+    )
+
+
+def _cuts(
+    values: Sequence[bytes | None], max_count: int, max_bytes: int
+) -> Iterator[tuple[int, int, int]]:
+    """(start, end, payload bytes) of each batch of ``values``: at most ``max_count``
+    values, and ``max_bytes`` unless one value alone is larger."""
+    start = size = 0
+    for end, value in enumerate(values):
+        length = 0 if value is None else len(value)
+        if end > start and (end - start == max_count or size + length > max_bytes):
+            yield start, end, size
+            start, size = end, 0
+        size += length
+    if start < len(values):
+        yield start, len(values), size
+
+
+class _ChunkProbe:
+    """What a partitioner sees of one unkeyed batch of a bulk send: no key, and its size
+    (a range of that length stands for the values: nothing is allocated)."""
+
+    __slots__ = ("partition_key", "value")
+
+    def __init__(self, partition_key: bytes | None, size: int) -> None:
+        self.partition_key = partition_key
+        self.value = range(size)
+
+
+def _chunk_probe(size: int) -> OutgoingMessage:
+    return _ChunkProbe(None, size)  # type: ignore[return-value]
+
+
+def _by_partition(router: Router | None, keys: list[bytes | None]) -> dict[int, list[int]]:
+    """The positions of ``keys`` by the partition the router gives each (in order)."""
+    if router is None:
+        return {0: list(range(len(keys)))}
+    by_partition: dict[int, list[int]] = {}
+    probe = _ChunkProbe(None, 0)
+    for position, key in enumerate(keys):
+        probe.partition_key = key
+        by_partition.setdefault(router(probe), []).append(position)  # type: ignore[arg-type]
+    return by_partition
 
 
 def _check_key(name: str, key: object) -> None:

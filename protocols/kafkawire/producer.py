@@ -42,7 +42,11 @@ from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.fetcher import DELIVER_AT_HEADER
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.produce_sender import ProduceBatch, ProduceSender
-from protocols.kafkawire.records import encode_record_batch, with_producer_state
+from protocols.kafkawire.records import (
+    encode_record_batch,
+    encode_record_columns,
+    with_producer_state,
+)
 from protocols.kafkawire.transaction_manager import TransactionManager
 from protocols.kafkawire.transaction_requests import (
     PRODUCER_FENCED,
@@ -69,6 +73,8 @@ _FENCED_ERRORS = frozenset(
 
 
 class KafkaProducerTransport(ProducerTransport):
+    encodes_columns = True
+
     def __init__(
         self,
         context: KafkaContext,
@@ -115,9 +121,20 @@ class KafkaProducerTransport(ProducerTransport):
         )
 
     def encode(self, op: OpSend) -> bytes:
-        if op.highest_sequence_id - op.sequence_id + 1 != len(op.messages):
+        if op.highest_sequence_id - op.sequence_id + 1 != op.count:
             raise MessageEncodingError(
                 "sequence_id is not supported on Kafka: the producer numbers records itself"
+            )
+        if op.columns is not None:  # a batch of send_many
+            return encode_record_columns(
+                op.columns.values,
+                op.columns.keys,
+                compression=self._compression,
+                now_ms=int(time.time() * 1000),
+                producer_id=self._producer_id,
+                producer_epoch=self._producer_epoch,
+                base_sequence=self._kafka_sequence(op) if self._idempotent else -1,
+                transactional=self._transactions is not None,
             )
         messages = op.messages
         if messages[0].deliver_at is not None:  # alone in its op: the core never batches it

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 
 import google_crc32c
 
@@ -55,7 +56,12 @@ from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.record_run import RecordRun
 from protocols.varint import uvarint
 
-__all__ = ["decode_record_batches", "encode_record_batch", "with_producer_state"]
+__all__ = [
+    "decode_record_batches",
+    "encode_record_batch",
+    "encode_record_columns",
+    "with_producer_state",
+]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_SIZE = _HEADER.size  # 61
@@ -122,11 +128,7 @@ def encode_record_batch(
     ``transactional`` sets the transactional attribute (a transactional producer's batch:
     readers read_committed skip it if its producer's transaction is aborted).
     """
-    codec_id = KAFKA_CODEC_IDS.get(compression)
-    if codec_id is None:
-        raise InvalidConfigurationError(
-            f"compression_type={compression} does not exist on Kafka: use GZIP on Kafka"
-        )
+    codec_id = _codec_id(compression)
     count = len(messages)
     if count == 0:
         raise MessageEncodingError("a Kafka record batch needs at least one message")
@@ -157,14 +159,7 @@ def encode_record_batch(
                     value = message.value
                     if len(value) != size:
                         size = len(value)
-                        pieces = plain.get(size)
-                        if pieces is None:
-                            # length, attributes, timestamp delta | null key, value length
-                            value_length = _varint(size)
-                            length = len(now_prefix) + width + 1 + len(value_length) + size + 1
-                            pieces = _varint(length) + now_prefix, b"\x01" + value_length
-                            plain[size] = pieces
-                        head, middle = pieces
+                        head, middle = _plain_pieces(plain, size, now_prefix, width)
                     parts += (head, offset_delta, middle, value, b"\x00")  # no headers
                 else:
                     timestamp = message.event_timestamp
@@ -178,36 +173,144 @@ def encode_record_batch(
             start = stop
             if start == count:
                 break
-        records = b"".join(parts)
-        if codec_id:
-            records = get_kafka_codec(compression).compress(records)
-        # baseOffset 0 and partitionLeaderEpoch -1: the broker sets them; the CRC: below;
-        # attributes: the codec, CreateTime, transactional or not, never control.
-        attributes = (codec_id | _TRANSACTIONAL) if transactional else codec_id
-        header = _HEADER.pack(
-            0, _HEADER_SIZE - _LOG_OVERHEAD + len(records), -1, _MAGIC, 0, attributes, count - 1,
-            base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
+        return _batch(
+            parts, count, codec_id, compression, base_timestamp, max_timestamp,
+            producer_id, producer_epoch, base_sequence, transactional,
         )  # fmt: skip
     except (struct.error, UnicodeEncodeError, OverflowError) as error:
         raise MessageEncodingError(f"cannot encode a Kafka record batch: {error}") from error
+
+
+def encode_record_columns(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None,
+    *,
+    compression: CompressionType,
+    now_ms: int,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+) -> bytes:
+    """``encode_record_batch`` of a bulk send's columns: records of ``values`` (None: a
+    null value) and ``keys`` (None, or None for a record: no key), all at ``now_ms``, with
+    no Python object made per record."""
+    codec_id = _codec_id(compression)
+    count = len(values)
+    if count == 0:
+        raise MessageEncodingError("a Kafka record batch needs at least one message")
+    if keys is not None and len(keys) != count:
+        raise MessageEncodingError(f"{len(keys)} keys for {count} values")
+    now_prefix = b"\x00\x00"  # attributes, timestamp delta: every record at now_ms
+    deltas = _offset_delta_varints(count)
+    parts: list[bytes] = []
+    start = 0
+    try:
+        for limit in _DELTA_WIDTH_LIMITS:  # as in encode_record_batch
+            stop = min(limit, count)
+            width = len(deltas[start])
+            plain: dict[int, tuple[bytes, bytes]] = {}
+            size, head, middle = -1, b"", b""
+            chunk = values[start:stop]
+            keyed = repeat(None, stop - start) if keys is None else keys[start:stop]
+            for offset_delta, value, key in zip(deltas[start:stop], chunk, keyed, strict=False):
+                if key is None and value is not None:
+                    if len(value) != size:
+                        size = len(value)
+                        head, middle = _plain_pieces(plain, size, now_prefix, width)
+                    parts += (head, offset_delta, middle, value, b"\x00")  # no headers
+                else:
+                    parts.append(_record_of(offset_delta, 0, key, value, None))
+            start = stop
+            if start == count:
+                break
+        return _batch(
+            parts, count, codec_id, compression, now_ms, now_ms,
+            producer_id, producer_epoch, base_sequence, transactional,
+        )  # fmt: skip
+    except (struct.error, OverflowError) as error:
+        raise MessageEncodingError(f"cannot encode a Kafka record batch: {error}") from error
+    except TypeError as error:  # a value or key that is not bytes
+        raise MessageEncodingError(f"cannot encode a Kafka record batch: {error}") from error
+
+
+def _codec_id(compression: CompressionType) -> int:
+    codec_id = KAFKA_CODEC_IDS.get(compression)
+    if codec_id is None:
+        raise InvalidConfigurationError(
+            f"compression_type={compression} does not exist on Kafka: use GZIP on Kafka"
+        )
+    return codec_id
+
+
+def _plain_pieces(
+    cache: dict[int, tuple[bytes, bytes]], size: int, now_prefix: bytes, width: int
+) -> tuple[bytes, bytes]:
+    """The bytes before a plain record's offset delta (length, attributes, timestamp
+    delta) and between it and the value (null key, value length), for a value of ``size``
+    bytes and a delta of ``width`` bytes."""
+    pieces = cache.get(size)
+    if pieces is None:
+        value_length = _varint(size)
+        length = len(now_prefix) + width + 1 + len(value_length) + size + 1
+        pieces = cache[size] = (_varint(length) + now_prefix, b"\x01" + value_length)
+    return pieces
+
+
+def _batch(
+    parts: list[bytes],
+    count: int,
+    codec_id: int,
+    compression: CompressionType,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool,
+) -> bytes:
+    """The batch of these records' bytes: compressed, header, CRC."""
+    records = b"".join(parts)
+    if codec_id:
+        records = get_kafka_codec(compression).compress(records)
+    # baseOffset 0 and partitionLeaderEpoch -1: the broker sets them; the CRC: below;
+    # attributes: the codec, CreateTime, transactional or not, never control.
+    attributes = (codec_id | _TRANSACTIONAL) if transactional else codec_id
+    header = _HEADER.pack(
+        0, _HEADER_SIZE - _LOG_OVERHEAD + len(records), -1, _MAGIC, 0, attributes, count - 1,
+        base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
+    )  # fmt: skip
     return _with_crc(header, records)
 
 
 def _record(message: OutgoingMessage, offset_delta: bytes, timestamp_delta: int) -> bytes:
     """One record, length included, with whatever key, headers and null value it has."""
+    value = None if message.null_value else message.value
+    return _record_of(
+        offset_delta, timestamp_delta, message.partition_key, value, message.properties
+    )
+
+
+def _record_of(
+    offset_delta: bytes,
+    timestamp_delta: int,
+    key: str | bytes | None,
+    value: bytes | None,
+    headers: Mapping[str, str] | None,
+) -> bytes:
+    """One record, length included; a None ``value`` is a null value (a tombstone on
+    compacted topics)."""
     fields = [b"\x00", _varint(timestamp_delta), offset_delta]  # attributes first
-    key = message.partition_key
     if key is None:
         fields.append(b"\x01")  # length -1: null key
     else:
         if isinstance(key, str):
             key = key.encode("utf-8", "surrogateescape")
         fields += (_varint(len(key)), key)
-    if message.null_value:
-        fields.append(b"\x01")  # length -1: null value, a tombstone on compacted topics
+    if value is None:
+        fields.append(b"\x01")  # length -1: null value
     else:
-        fields += (_varint(len(message.value)), message.value)
-    headers = message.properties
+        fields += (_varint(len(value)), value)
     fields.append(_varint(len(headers)) if headers else b"\x00")
     if headers:
         for name, text in headers.items():

@@ -15,7 +15,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
+from msgclient.contract import (
+    OpSend,
+    ProducerEvents,
+    ProducerRegistration,
+    ProducerTransport,
+    ValueColumns,
+)
 from msgclient.core.network.backoff import Backoff
 from msgclient.core.network.registration import reconnect, register_with_retry
 from msgclient.core.send.batch_container import (
@@ -101,6 +107,11 @@ class PartitionProducer(ProducerEvents):
         self.failed_count = 0  # messages failed (a transaction that sent them cannot commit)
         self._registered_once = False
         self._reconnect_task: asyncio.Task[None] | None = None
+
+    @property
+    def sends_columns(self) -> bool:
+        """Whether the protocol takes bulk ops (``enqueue_columns``)."""
+        return self._transport.encodes_columns
 
     @property
     def is_connected(self) -> bool:
@@ -217,6 +228,23 @@ class PartitionProducer(ProducerEvents):
             self._schedule_batch_close()
         return closed
 
+    def enqueue_columns(
+        self, columns: ValueColumns, payload_bytes: int
+    ) -> asyncio.Future[Callable[[], list[MessageId]]]:
+        """One batch of a bulk send whose limits were acquired, after everything sent
+        before it (the open batch closes first); its future gets a function that makes
+        its messages' ids, or fails."""
+        future: asyncio.Future[Callable[[], list[MessageId]]] = self._loop.create_future()
+        op = OpSend.of_columns(columns, self._next_sequence_id, future, payload_bytes, self._time())
+        if self._closing:
+            self._complete_failed(op, AlreadyClosedError(f"producer on {self.topic} is closed"))
+            return future
+        self._next_sequence_id += op.count
+        if self._batch is not None and len(self._batch):
+            self._close_batch()
+        self._push(op)
+        return future
+
     def _schedule_batch_close(self) -> None:
         """A batch closes one publish delay after the previous one (as the Java client's
         periodic batch timer: a message waits half the delay on average, not all of it),
@@ -290,7 +318,7 @@ class PartitionProducer(ProducerEvents):
             self.last_sequence_id_published, op.highest_sequence_id
         )
         self._release(op.count, op.payload_bytes)
-        op.complete(message_ids(op))
+        op.complete(message_ids)
 
     def on_send_error(self, sequence_id: int, error: MsgClientError) -> None:
         op = self._pending.peek()
