@@ -162,6 +162,33 @@ def msgclient_produce(
         return event_loop.run(_msgclient(target, topic, count, size, **options))
 
 
+async def _msgclient_bulk(
+    target: KafkaTarget, topic: str, count: int, size: int, **options: Any
+) -> float:
+    """send_many, CHUNK values a call (a bulk writer's columns, as a Spark task's)."""
+    payload = b"x" * size
+    async with msgclient.Client(target.service_url) as client:
+        producer = await client.create_producer(topic, **options)
+        await producer.send(payload)  # connection, metadata and producer id outside the clock
+        progress = Progress("msgclient send_many", count)
+        start = time.perf_counter()
+        for done in range(0, count, CHUNK):
+            chunk = min(CHUNK, count - done)
+            # raises if a batch failed: every message is confirmed when it returns
+            await asyncio.wait_for(producer.send_many([payload] * chunk), STALL_SECONDS)
+            progress(done + chunk)
+        elapsed = time.perf_counter() - start
+        await producer.close()
+    return count / elapsed
+
+
+def msgclient_bulk(
+    target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
+) -> float:
+    with ClientWarnings():
+        return event_loop.run(_msgclient_bulk(target, topic, count, size, **options))
+
+
 # -- aiokafka ------------------------------------------------------------------------------
 
 # enable_idempotence stays off: aiokafka asks InitProducerId at v0, which tansu refuses.
@@ -289,6 +316,16 @@ CONTENDERS = (
         "msgclient large",
         "linger 5 ms, batches of 920 KB payload / 10 000 messages, acks all, idempotent",
         functools.partial(msgclient_produce, options=MSGCLIENT_LARGE),
+    ),
+    Contender(
+        "msgclient send_many",
+        SAME + ", idempotent; send_many of 10 000 values a call",
+        functools.partial(msgclient_bulk, options=MSGCLIENT_DEFAULTS),
+    ),
+    Contender(
+        "msgclient send_many large",
+        "as msgclient large; send_many of 10 000 values a call",
+        functools.partial(msgclient_bulk, options=MSGCLIENT_LARGE),
     ),
     Contender(
         "aiokafka same",
