@@ -17,7 +17,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack
 
@@ -38,6 +38,7 @@ from msgclient.message import Message, MessageId, SendCallback
 from msgclient.message_batch import MessageBatch
 from msgclient.options import InitialPosition
 from msgclient.producer import MessageOptions
+from msgclient.sent_messages import SentMessages
 
 T = TypeVar("T")
 
@@ -304,6 +305,15 @@ class Producer(Closing):
         result: concurrent.futures.Future[MessageId] = concurrent.futures.Future()
         self._runner.loop.call_soon_threadsafe(_chain, enqueued, result)
         return result
+
+    def send_many(
+        self,
+        values: Sequence[bytes | None],
+        *,
+        keys: Sequence[str | bytes | None] | None = None,
+    ) -> SentMessages:
+        """As the async ``send_many``: every value confirmed when it returns."""
+        return self._runner.run(self._producer.send_many(values, keys=keys))
 
     def flush(self) -> None:
         self._runner.run(self._producer.flush())

@@ -92,6 +92,8 @@ def test_blocking_transactions_commit_abort_and_acknowledge(
         producer.begin_transaction()
         producer.send_async(b"committed too").result(timeout=TIMEOUT)
         producer.commit_transaction()
+        with producer.transaction():
+            assert len(producer.send_many([b"bulk-1", b"bulk-2"], keys=["k", None])) == 2
     values = [r.value for r in read_blocking(kafka_broker.bootstrap_servers, sink, None)]
     # kafka-python reads aborted records on tansu (brokers.md): only the order is checked.
-    assert values[0] == b"committed" and values[-1] == b"committed too"
+    assert values[0] == b"committed" and values[-3:] == [b"committed too", b"bulk-1", b"bulk-2"]
