@@ -70,7 +70,7 @@ class ValueColumns:
     and keys (None: no keys)."""
 
     values: Sequence[bytes | None]
-    keys: Sequence[bytes | None] | None = None
+    keys: Sequence[str | bytes | None] | None = None
 
 
 # The ids of an op's messages, in order, made when asked (a bulk op's are never made

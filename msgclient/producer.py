@@ -23,7 +23,7 @@ from msgclient.errors import (
 )
 from msgclient.message import Message, MessageId, OutgoingMessage, SendCallback
 from msgclient.message_batch import MessageBatch
-from msgclient.options import ProducerOptions
+from msgclient.options import PartitionsRoutingMode, ProducerOptions
 from msgclient.sent_messages import SentMessages
 from msgclient.transaction import Transaction, TransactionalProducers, TransactionState
 from msgclient.validators import check_non_negative, check_properties
@@ -192,11 +192,12 @@ class Producer(AsyncClosing):
     ) -> SentMessages:
         """Send ``values`` (None: a null value), with ``keys`` if given (None: no key),
         and wait until the broker stored them all: the bulk path, by columns, with no
-        Message, future or call per message (Kafka; docs/producer.md).
+        Message, future or call per message (docs/producer.md).
 
         Values go out in batches cut as ``send_async``'s (``batching_max_messages``,
         ``batching_max_allowed_size_in_bytes``), keyed ones to their key's partition,
-        unkeyed ones to one partition per batch (sticky). Each batch waits for room in the
+        unkeyed ones to one partition per batch (Kafka's sticky partitioner, Pulsar's
+        routing mode; CustomPartition is refused). Each batch waits for room in the
         pending and memory limits (whatever ``block_if_queue_full`` says: a bulk call is a
         stream), counts against the send timeout, and is resent after a reconnect with
         its sequence numbers, as any batch. If a batch fails, the call raises its error
@@ -208,8 +209,12 @@ class Producer(AsyncClosing):
         partitions = self._partitions
         if not partitions[0].sends_columns:
             raise NotSupportedError(
-                "send_many is not supported on this protocol yet (Kafka only); send each "
-                "message with send_async"
+                "send_many is not supported on this protocol yet; send each message with send_async"
+            )
+        if self._options.message_routing_mode is PartitionsRoutingMode.CustomPartition:
+            raise NotSupportedError(
+                "send_many with message_routing_mode=CustomPartition: the message_router "
+                "takes a message, and send_many makes none; use send_async"
             )
         transaction = None
         if self._transactions is not None:
@@ -411,21 +416,19 @@ def _with_options(
     )
 
 
-def _key_column(keys: Sequence[str | bytes | None] | None, count: int) -> list[bytes | None] | None:
-    """``send_many``'s keys as bytes (None: no keys at all)."""
+def _key_column(
+    keys: Sequence[str | bytes | None] | None, count: int
+) -> Sequence[str | bytes | None] | None:
+    """``send_many``'s keys, checked (None: no keys at all). A str key stays one: Pulsar
+    sends str keys as they are and bytes keys base64-encoded and flagged."""
     if keys is None:
         return None
     if len(keys) != count:
         raise InvalidConfigurationError(f"send_many: {len(keys)} keys for {count} values")
-    column: list[bytes | None] = []
     for key in keys:
-        if type(key) is str:
-            column.append(key.encode("utf-8", "surrogateescape"))
-        elif key is None or type(key) is bytes:
-            column.append(key)
-        else:
+        if key is not None and type(key) is not str and type(key) is not bytes:
             _check_key("a key", key)
-    return column
+    return keys
 
 
 def _check_value(value: object, size_limit: int, topic: str) -> None:
@@ -460,7 +463,7 @@ class _ChunkProbe:
 
     __slots__ = ("partition_key", "value")
 
-    def __init__(self, partition_key: bytes | None, size: int) -> None:
+    def __init__(self, partition_key: str | bytes | None, size: int) -> None:
         self.partition_key = partition_key
         self.value = range(size)
 
@@ -469,7 +472,9 @@ def _chunk_probe(size: int) -> OutgoingMessage:
     return _ChunkProbe(None, size)  # type: ignore[return-value]
 
 
-def _by_partition(router: Router | None, keys: list[bytes | None]) -> dict[int, list[int]]:
+def _by_partition(
+    router: Router | None, keys: Sequence[str | bytes | None]
+) -> dict[int, list[int]]:
     """The positions of ``keys`` by the partition the router gives each (in order)."""
     if router is None:
         return {0: list(range(len(keys)))}

@@ -183,7 +183,7 @@ def encode_record_batch(
 
 def encode_record_columns(
     values: Sequence[bytes | None],
-    keys: Sequence[bytes | None] | None,
+    keys: Sequence[str | bytes | None] | None,
     *,
     compression: CompressionType,
     now_ms: int,

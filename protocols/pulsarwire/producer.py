@@ -28,6 +28,7 @@ FATAL_SEND_ERRORS = frozenset({pb.ChecksumError, pb.NotAllowedError})
 
 
 class PulsarProducerTransport(ProducerTransport):
+    encodes_columns = True
     """One producer id on one topic partition; follows it across connections."""
 
     def __init__(

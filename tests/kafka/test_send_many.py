@@ -9,7 +9,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 
 import msgclient
-from msgclient.embedded import KafkaBroker, PulsarBroker
+from msgclient.embedded import KafkaBroker
 from protocols.kafkawire.message_id import KafkaMessageId
 from tests.kafka.helpers import TIMEOUT, create_topic, read
 from tests.kafka.test_transactions import read_all
@@ -167,10 +167,3 @@ async def test_send_many_in_a_transaction(kafka_broker: KafkaBroker, topic: str)
         await txn.abort()
     committed = await within(read_all(kafka_broker.service_url, topic, 300))
     assert committed == [b"c%d" % i for i in range(300)]
-
-
-async def test_send_many_is_not_on_pulsar_yet(pulsar_broker: PulsarBroker, topic: str) -> None:
-    async with msgclient.Client(pulsar_broker.service_url) as client:
-        producer = await client.create_producer(topic)
-        with pytest.raises(msgclient.NotSupportedError, match="send_many"):
-            await producer.send_many([b"x"])
