@@ -77,12 +77,17 @@ def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
 
     def run(label: str, _: int) -> float:
         client, row = _split(label)
-        if client == "msgclient":
-            produce, options = pulsar_produce.msgclient_produce, rows[row].msgclient
-        else:
-            produce, options = pulsar_produce.official_produce, rows[row].official
         count: int = args.messages
-        return count / produce(url, _topic("produce", client), count, args.size, options)
+        topic = _topic("produce", client)
+        if client == "msgclient":
+            options = rows[row].msgclient
+            seconds = pulsar_produce.msgclient_produce(
+                url, topic, count, args.size, options, rows[row].bulk
+            )
+        else:
+            options = rows[row].official
+            seconds = pulsar_produce.official_produce(url, topic, count, args.size, options)
+        return count / seconds
 
     rates = run_rounds("produce", args.rounds, lambda n: alternating(list(rows), n), run)
     print_pairs("produce", list(rows), rates)

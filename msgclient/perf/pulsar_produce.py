@@ -42,6 +42,7 @@ class Row:
     settings: str
     msgclient: dict[str, Any]
     official: dict[str, Any]
+    bulk: bool = False  # msgclient sends with send_many, BULK values a call
 
 
 ROWS = (
@@ -59,16 +60,32 @@ ROWS = (
         MSGCLIENT_DEFAULTS,
         OFFICIAL_DEFAULTS,
     ),
+    Row(
+        "bulk",
+        "msgclient send_many of 10 000 values a call, pulsar-client send_async; both at the "
+        "same batching as 'same'",
+        SAME,
+        SAME,
+        bulk=True,
+    ),
 )
+BULK = 10_000
 
 
 async def _msgclient_produce(
-    service_url: str, topic: str, count: int, size: int, options: dict[str, Any]
+    service_url: str, topic: str, count: int, size: int, options: dict[str, Any], bulk: bool
 ) -> float:
     payload = b"x" * size
     async with msgclient.Client(service_url) as client:
         producer = await client.create_producer(topic, **options)
         await producer.send(payload)  # connection and topic warm
+        if bulk:  # every message confirmed when send_many returns (it raises otherwise)
+            start = time.perf_counter()
+            for done in range(0, count, BULK):
+                await producer.send_many([payload] * min(BULK, count - done))
+            elapsed = time.perf_counter() - start
+            await producer.close()
+            return elapsed
         send = producer.send_async
         start = time.perf_counter()
         futures = [await send(payload) for _ in range(count)]
@@ -82,10 +99,16 @@ async def _msgclient_produce(
 
 
 def msgclient_produce(
-    service_url: str, topic: str, count: int, size: int, options: dict[str, Any]
+    service_url: str,
+    topic: str,
+    count: int,
+    size: int,
+    options: dict[str, Any],
+    bulk: bool = False,
 ) -> float:
-    """Seconds to produce ``count`` messages of ``size`` bytes with msgclient."""
-    return event_loop.run(_msgclient_produce(service_url, topic, count, size, options))
+    """Seconds to produce ``count`` messages of ``size`` bytes with msgclient (with
+    ``send_many`` when ``bulk``)."""
+    return event_loop.run(_msgclient_produce(service_url, topic, count, size, options, bulk))
 
 
 def official_produce(
