@@ -222,7 +222,7 @@ class Producer(AsyncClosing):
         count = len(values)
         if not count:
             return SentMessages(0, [])
-        key_bytes = _key_column(keys, count)
+        checked_keys = _key_column(keys, count)
         size_limit = partitions[0].max_message_size
         for value in values:
             if value is not None and (type(value) is not bytes or len(value) > size_limit):
@@ -231,16 +231,16 @@ class Producer(AsyncClosing):
         max_count = options.batching_max_messages if options.batching_enabled else 1
         max_bytes = min(options.batching_max_allowed_size_in_bytes, size_limit)
         batches: list[tuple[int, Sequence[int] | range, ValueColumns, int]] = []
-        if key_bytes is None:
+        if checked_keys is None:
             for start, end, size in _cuts(values, max_count, max_bytes):
                 index = 0 if self._router is None else self._router(_chunk_probe(size))
                 batches.append((index, range(start, end), ValueColumns(values[start:end]), size))
         else:
-            for index, positions in _by_partition(self._router, key_bytes).items():
+            for index, positions in _by_partition(self._router, checked_keys).items():
                 column = [values[i] for i in positions]
                 for start, end, size in _cuts(column, max_count, max_bytes):
                     taken = positions[start:end]
-                    keyed = ValueColumns(column[start:end], [key_bytes[i] for i in taken])
+                    keyed = ValueColumns(column[start:end], [checked_keys[i] for i in taken])
                     batches.append((index, taken, keyed, size))
         futures: list[asyncio.Future[Callable[[], list[MessageId]]]] = []
         for index, _, columns, size in batches:
