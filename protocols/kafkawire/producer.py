@@ -28,6 +28,7 @@ import logging
 import struct
 import time
 from itertools import repeat
+from typing import Any
 
 from kafka.protocol.producer import InitProducerIdRequest
 
@@ -125,29 +126,20 @@ class KafkaProducerTransport(ProducerTransport):
             raise MessageEncodingError(
                 "sequence_id is not supported on Kafka: the producer numbers records itself"
             )
+        batch: dict[str, Any] = {  # what the batch's header says, either way
+            "compression": self._compression,
+            "now_ms": int(time.time() * 1000),
+            "producer_id": self._producer_id,
+            "producer_epoch": self._producer_epoch,
+            "base_sequence": self._kafka_sequence(op) if self._idempotent else -1,
+            "transactional": self._transactions is not None,
+        }
         if op.columns is not None:  # a batch of send_many
-            return encode_record_columns(
-                op.columns.values,
-                op.columns.keys,
-                compression=self._compression,
-                now_ms=int(time.time() * 1000),
-                producer_id=self._producer_id,
-                producer_epoch=self._producer_epoch,
-                base_sequence=self._kafka_sequence(op) if self._idempotent else -1,
-                transactional=self._transactions is not None,
-            )
+            return encode_record_columns(op.columns.values, op.columns.keys, **batch)
         messages = op.messages
         if messages[0].deliver_at is not None:  # alone in its op: the core never batches it
             messages = [with_deliver_at_header(messages[0])]
-        return encode_record_batch(
-            messages,
-            compression=self._compression,
-            now_ms=int(time.time() * 1000),
-            producer_id=self._producer_id,
-            producer_epoch=self._producer_epoch,
-            base_sequence=self._kafka_sequence(op) if self._idempotent else -1,
-            transactional=self._transactions is not None,
-        )
+        return encode_record_batch(messages, **batch)
 
     def write(self, op: OpSend) -> None:
         sender = self._sender
