@@ -311,9 +311,15 @@ class Producer(Closing):
         values: Sequence[bytes | None],
         *,
         keys: Sequence[str | bytes | None] | None = None,
+        properties: Sequence[Mapping[str, str] | None] | None = None,
+        event_timestamps: Sequence[int | None] | None = None,
     ) -> SentMessages:
         """As the async ``send_many``: every value confirmed when it returns."""
-        return self._runner.run(self._producer.send_many(values, keys=keys))
+        return self._runner.run(
+            self._producer.send_many(
+                values, keys=keys, properties=properties, event_timestamps=event_timestamps
+            )
+        )
 
     def flush(self) -> None:
         self._runner.run(self._producer.flush())

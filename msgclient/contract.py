@@ -66,11 +66,33 @@ class ProducerRegistration:
 
 @dataclass(frozen=True, slots=True)
 class ValueColumns:
-    """The records of a bulk send (``send_many``) as columns: values (None: a null value)
-    and keys (None: no keys)."""
+    """The records of a bulk send (``send_many``) as columns: values (None: a null value),
+    and keys, properties (Kafka headers) and event timestamps (ms), each None when not
+    given at all, or None for a record without one."""
 
     values: Sequence[bytes | None]
     keys: Sequence[str | bytes | None] | None = None
+    properties: Sequence[Mapping[str, str] | None] | None = None
+    event_timestamps: Sequence[int | None] | None = None
+
+    def part(self, positions: Sequence[int] | range) -> ValueColumns:
+        """The records at ``positions`` (a range: a slice of each column)."""
+        if isinstance(positions, range):
+            cut = slice(positions.start, positions.stop)
+            return ValueColumns(
+                self.values[cut],
+                None if self.keys is None else self.keys[cut],
+                None if self.properties is None else self.properties[cut],
+                None if self.event_timestamps is None else self.event_timestamps[cut],
+            )
+        return ValueColumns(
+            [self.values[i] for i in positions],
+            None if self.keys is None else [self.keys[i] for i in positions],
+            None if self.properties is None else [self.properties[i] for i in positions],
+            None
+            if self.event_timestamps is None
+            else [self.event_timestamps[i] for i in positions],
+        )
 
 
 # The ids of an op's messages, in order, made when asked (a bulk op's are never made

@@ -189,10 +189,13 @@ class Producer(AsyncClosing):
         values: Sequence[bytes | None],
         *,
         keys: Sequence[str | bytes | None] | None = None,
+        properties: Sequence[Mapping[str, str] | None] | None = None,
+        event_timestamps: Sequence[int | None] | None = None,
     ) -> SentMessages:
-        """Send ``values`` (None: a null value), with ``keys`` if given (None: no key),
-        and wait until the broker stored them all: the bulk path, by columns, with no
-        Message, future or call per message (docs/producer.md).
+        """Send ``values`` (None: a null value), with ``keys``, ``properties`` (Kafka
+        headers) and ``event_timestamps`` (ms) if given, a column each (None in one: that
+        record has none), and wait until the broker stored them all: the bulk path, by
+        columns, with no Message, future or call per message (docs/producer.md).
 
         Values go out in batches cut as ``send_async``'s (``batching_max_messages``,
         ``batching_max_allowed_size_in_bytes``), keyed ones to their key's partition,
@@ -223,6 +226,8 @@ class Producer(AsyncClosing):
         if not count:
             return SentMessages(0, [])
         checked_keys = _key_column(keys, count)
+        _check_columns(count, properties, event_timestamps)
+        records = ValueColumns(values, checked_keys, properties, event_timestamps)
         size_limit = partitions[0].max_message_size
         for value in values:
             if value is not None and (type(value) is not bytes or len(value) > size_limit):
@@ -234,14 +239,14 @@ class Producer(AsyncClosing):
         if checked_keys is None:
             for start, end, size in _cuts(values, max_count, max_bytes):
                 index = 0 if self._router is None else self._router(_chunk_probe(size))
-                batches.append((index, range(start, end), ValueColumns(values[start:end]), size))
+                taken: Sequence[int] | range = range(start, end)
+                batches.append((index, taken, records.part(taken), size))
         else:
             for index, positions in _by_partition(self._router, checked_keys).items():
                 column = [values[i] for i in positions]
                 for start, end, size in _cuts(column, max_count, max_bytes):
                     taken = positions[start:end]
-                    keyed = ValueColumns(column[start:end], [checked_keys[i] for i in taken])
-                    batches.append((index, taken, keyed, size))
+                    batches.append((index, taken, records.part(taken), size))
         futures: list[asyncio.Future[Callable[[], list[MessageId]]]] = []
         for index, _, columns, size in batches:
             producer = partitions[index]
@@ -429,6 +434,24 @@ def _key_column(
         if key is not None and type(key) is not str and type(key) is not bytes:
             _check_key("a key", key)
     return keys
+
+
+def _check_columns(
+    count: int,
+    properties: Sequence[Mapping[str, str] | None] | None,
+    event_timestamps: Sequence[int | None] | None,
+) -> None:
+    """``send_many``'s properties and event timestamps: a column each, of ``count``."""
+    for name, column in (("properties", properties), ("event_timestamps", event_timestamps)):
+        if column is not None and len(column) != count:
+            raise InvalidConfigurationError(f"send_many: {len(column)} {name} for {count} values")
+    if properties is not None:
+        for record_properties in properties:
+            check_properties("properties", record_properties)
+    if event_timestamps is not None:
+        for timestamp in event_timestamps:
+            if timestamp is not None:
+                check_non_negative("event_timestamp", timestamp)
 
 
 def _check_value(value: object, size_limit: int, topic: str) -> None:

@@ -135,7 +135,7 @@ class KafkaProducerTransport(ProducerTransport):
             "transactional": self._transactions is not None,
         }
         if op.columns is not None:  # a batch of send_many
-            return encode_record_columns(op.columns.values, op.columns.keys, **batch)
+            return encode_record_columns(op.columns, **batch)
         messages = op.messages
         if messages[0].deliver_at is not None:  # alone in its op: the core never batches it
             messages = [with_deliver_at_header(messages[0])]

@@ -34,6 +34,7 @@ from itertools import repeat
 
 import google_crc32c
 
+from msgclient.contract import ValueColumns
 from msgclient.errors import (
     ChecksumMismatchError,
     InvalidConfigurationError,
@@ -182,8 +183,7 @@ def encode_record_batch(
 
 
 def encode_record_columns(
-    values: Sequence[bytes | None],
-    keys: Sequence[str | bytes | None] | None,
+    columns: ValueColumns,
     *,
     compression: CompressionType,
     now_ms: int,
@@ -192,43 +192,55 @@ def encode_record_columns(
     base_sequence: int = -1,
     transactional: bool = False,
 ) -> bytes:
-    """``encode_record_batch`` of a bulk send's columns: records of ``values`` (None: a
-    null value) and ``keys`` (None, or None for a record: no key), all at ``now_ms``, with
-    no Python object made per record."""
+    """``encode_record_batch`` of a bulk send's columns: the records of ``columns`` (a
+    record without an event timestamp is at ``now_ms``), with no Python object made per
+    record; a record of a value only takes the plain path."""
     codec_id = _codec_id(compression)
+    values = columns.values
     count = len(values)
     if count == 0:
         raise MessageEncodingError("a Kafka record batch needs at least one message")
-    if keys is not None and len(keys) != count:
-        raise MessageEncodingError(f"{len(keys)} keys for {count} values")
-    now_prefix = b"\x00\x00"  # attributes, timestamp delta: every record at now_ms
+    keys = repeat(None, count) if columns.keys is None else columns.keys
+    headers = repeat(None, count) if columns.properties is None else columns.properties
+    stamps = columns.event_timestamps
+    base_timestamp = max_timestamp = now_ms
+    if stamps is not None:
+        if stamps[0] is not None:
+            base_timestamp = stamps[0]
+        max_timestamp = max(now_ms if t is None else t for t in stamps)
+    else:
+        stamps = repeat(None, count)  # type: ignore[assignment]
+    now_delta = now_ms - base_timestamp
+    now_prefix = b"\x00" + _varint(now_delta)  # attributes, timestamp delta
     deltas = _offset_delta_varints(count)
     parts: list[bytes] = []
     start = 0
+    rows = zip(values, keys, headers, stamps, strict=True)  # type: ignore[arg-type]
     try:
         for limit in _DELTA_WIDTH_LIMITS:  # as in encode_record_batch
             stop = min(limit, count)
             width = len(deltas[start])
             plain: dict[int, tuple[bytes, bytes]] = {}
             size, head, middle = -1, b"", b""
-            chunk = values[start:stop]
-            keyed = repeat(None, stop - start) if keys is None else keys[start:stop]
-            for offset_delta, value, key in zip(deltas[start:stop], chunk, keyed, strict=False):
-                if key is None and value is not None:
+            for offset_delta, (value, key, record_headers, stamp) in zip(
+                deltas[start:stop], rows, strict=False
+            ):
+                if key is None and value is not None and not record_headers and stamp is None:
                     if len(value) != size:
                         size = len(value)
                         head, middle = _plain_pieces(plain, size, now_prefix, width)
                     parts += (head, offset_delta, middle, value, b"\x00")  # no headers
                 else:
-                    parts.append(_record_of(offset_delta, 0, key, value, None))
+                    delta = now_delta if stamp is None else stamp - base_timestamp
+                    parts.append(_record_of(offset_delta, delta, key, value, record_headers))
             start = stop
             if start == count:
                 break
         return _batch(
-            parts, count, codec_id, compression, now_ms, now_ms,
+            parts, count, codec_id, compression, base_timestamp, max_timestamp,
             producer_id, producer_epoch, base_sequence, transactional,
         )  # fmt: skip
-    except (struct.error, OverflowError) as error:
+    except (struct.error, OverflowError, UnicodeEncodeError, ValueError) as error:
         raise MessageEncodingError(f"cannot encode a Kafka record batch: {error}") from error
     except TypeError as error:  # a value or key that is not bytes
         raise MessageEncodingError(f"cannot encode a Kafka record batch: {error}") from error

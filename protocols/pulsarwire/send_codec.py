@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from itertools import repeat
 from typing import TYPE_CHECKING
 
@@ -58,7 +58,6 @@ def encode_properties(properties: Mapping[str, str]) -> bytes:
 
 def single_message_metadata(message: OutgoingMessage) -> bytes:
     """The serialized SingleMessageMetadata of one message in a batch (fields in order)."""
-    sequence = _SEQUENCE_ID + uvarint(message.sequence_id)  # type: ignore[arg-type]
     if (
         message.properties is None
         and message.partition_key is None
@@ -66,24 +65,49 @@ def single_message_metadata(message: OutgoingMessage) -> bytes:
         and message.ordering_key is None
         and not message.null_value
     ):
-        return _PAYLOAD_SIZE + uvarint(len(message.value)) + sequence
+        return (
+            _PAYLOAD_SIZE
+            + uvarint(len(message.value))
+            + _SEQUENCE_ID
+            + uvarint(message.sequence_id)  # type: ignore[arg-type]
+        )
+    return _metadata(
+        len(message.value),
+        message.sequence_id,  # type: ignore[arg-type]
+        message.properties,
+        message.partition_key,
+        message.event_timestamp,
+        message.ordering_key,
+        message.null_value,
+    )
+
+
+def _metadata(
+    size: int,
+    sequence_id: int,
+    properties: Mapping[str, str] | None,
+    key: str | bytes | None,
+    event_timestamp: int | None,
+    ordering_key: bytes | None,
+    null_value: bool,
+) -> bytes:
+    """SingleMessageMetadata with whatever a message has, its fields in order."""
     parts = []
-    if message.properties:
-        parts.append(encode_properties(message.properties))
-    key = message.partition_key
+    if properties:
+        parts.append(encode_properties(properties))
     if isinstance(key, bytes):
         parts.append(_length_delimited(_PARTITION_KEY, base64.b64encode(key)))
     elif key is not None:
         parts.append(_length_delimited(_PARTITION_KEY, key.encode()))
-    parts.append(_PAYLOAD_SIZE + uvarint(len(message.value)))
-    if message.event_timestamp is not None:
-        parts.append(_EVENT_TIME + uvarint(message.event_timestamp))
+    parts.append(_PAYLOAD_SIZE + uvarint(size))
+    if event_timestamp is not None:
+        parts.append(_EVENT_TIME + uvarint(event_timestamp))
     if type(key) is bytes:
         parts.append(_KEY_B64_ENCODED)
-    if message.ordering_key is not None:
-        parts.append(_length_delimited(_ORDERING_KEY, message.ordering_key))
-    parts.append(sequence)
-    if message.null_value:
+    if ordering_key is not None:
+        parts.append(_length_delimited(_ORDERING_KEY, ordering_key))
+    parts.append(_SEQUENCE_ID + uvarint(sequence_id))
+    if null_value:
         parts.append(_NULL_VALUE)
     return b"".join(parts)
 
@@ -114,42 +138,27 @@ def batch_payload(messages: list[OutgoingMessage]) -> bytes:
     return b"".join(parts)
 
 
-def batch_payload_columns(
-    values: Sequence[bytes | None], keys: Sequence[str | bytes | None] | None, sequence_id: int
-) -> bytes:
-    """``batch_payload`` of a bulk send's columns (values numbered from ``sequence_id``),
-    with no Python object made per message."""
+def batch_payload_columns(columns: ValueColumns, sequence_id: int) -> bytes:
+    """``batch_payload`` of a bulk send's columns (numbered from ``sequence_id``), with no
+    Python object made per message."""
     parts: list[bytes] = []
     append = parts.append
-    keyed = repeat(None) if keys is None else keys
-    for value, key in zip(values, keyed, strict=False):
-        if key is None and value is not None:
+    count = len(columns.values)
+    keys = repeat(None, count) if columns.keys is None else columns.keys
+    properties = repeat(None, count) if columns.properties is None else columns.properties
+    stamps = repeat(None, count) if columns.event_timestamps is None else columns.event_timestamps
+    for value, key, props, stamp in zip(columns.values, keys, properties, stamps, strict=True):
+        if key is None and value is not None and not props and stamp is None:
             metadata = _PAYLOAD_SIZE + uvarint(len(value)) + _SEQUENCE_ID + uvarint(sequence_id)
         else:
-            metadata = b"".join(_keyed_metadata(value, key, sequence_id))
+            size = 0 if value is None else len(value)
+            metadata = _metadata(size, sequence_id, props, key, stamp, None, value is None)
             value = value or b""
         sequence_id += 1
         append(_U32(len(metadata)))
         append(metadata)
         append(value)
     return b"".join(parts)
-
-
-def _keyed_metadata(value: bytes | None, key: str | bytes | None, sequence_id: int) -> list[bytes]:
-    """SingleMessageMetadata of a bulk send's message with a key or a null value (fields
-    in order, as ``single_message_metadata``)."""
-    parts = []
-    if isinstance(key, bytes):
-        parts.append(_length_delimited(_PARTITION_KEY, base64.b64encode(key)))
-    elif key is not None:
-        parts.append(_length_delimited(_PARTITION_KEY, key.encode()))
-    parts.append(_PAYLOAD_SIZE + uvarint(0 if value is None else len(value)))
-    if type(key) is bytes:
-        parts.append(_KEY_B64_ENCODED)
-    parts.append(_SEQUENCE_ID + uvarint(sequence_id))
-    if value is None:
-        parts.append(_NULL_VALUE)
-    return parts
 
 
 class SendEncoder:
@@ -233,7 +242,7 @@ class SendEncoder:
             num_messages=op.count,
             highest_sequence_id=op.highest_sequence_id,
         )
-        payload = batch_payload_columns(columns.values, columns.keys, op.sequence_id)
+        payload = batch_payload_columns(columns, op.sequence_id)
         return self._frame(send, metadata, payload)
 
     def _frame(self, send: pb.CommandSend, metadata: pb.MessageMetadata, payload: bytes) -> bytes:

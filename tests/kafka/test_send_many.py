@@ -167,3 +167,31 @@ async def test_send_many_in_a_transaction(kafka_broker: KafkaBroker, topic: str)
         await txn.abort()
     committed = await within(read_all(kafka_broker.service_url, topic, 300))
     assert committed == [b"c%d" % i for i in range(300)]
+
+
+async def test_headers_and_event_timestamps_as_columns(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    count = 500
+    values: list[bytes | None] = [b"%d" % i for i in range(count)]
+    headers = [{"n": str(i), "kind": "bulk"} if i % 2 else None for i in range(count)]
+    stamps = [1_700_000_000_000 + i if i % 3 else None for i in range(count)]
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic)
+        with pytest.raises(msgclient.InvalidConfigurationError, match="1 properties for 2"):
+            await producer.send_many([b"a", b"b"], properties=[None])
+        with pytest.raises(msgclient.InvalidConfigurationError, match="event_timestamp"):
+            await producer.send_many([b"a"], event_timestamps=[-5])
+        with pytest.raises(msgclient.InvalidConfigurationError, match="properties"):
+            await producer.send_many([b"a"], properties=[{"k": 1}])  # type: ignore[dict-item]
+        await within(producer.send_many(values, properties=headers, event_timestamps=stamps))
+    records = sorted(
+        await read(kafka_broker.bootstrap_servers, topic, count), key=lambda r: r.offset
+    )
+    for i, record in enumerate(records):
+        assert record.value == values[i]
+        expected = sorted((k, v.encode()) for k, v in (headers[i] or {}).items())
+        assert sorted(record.headers) == expected
+        if stamps[i] is not None:
+            assert record.timestamp == stamps[i]

@@ -104,3 +104,22 @@ async def test_official_consumer_of_a_batch_sees_its_first_key(
         received = await receive(consumer, 2)
     assert [m.data() for m in received] == [b"a", b"b"]
     assert [m.partition_key() for m in received] == ["k", "k"]
+
+
+async def test_properties_and_event_timestamps_as_columns(
+    pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    url = pulsar_broker.service_url
+    values: list[bytes | None] = [b"%d" % i for i in range(300)]
+    props = [{"n": str(i)} if i % 2 else None for i in range(300)]
+    stamps = [1_700_000_000_000 + i if i % 3 else None for i in range(300)]
+    with official_client(url) as official:
+        consumer = subscribe(official, topic)
+        async with msgclient.Client(url) as client:
+            producer = await client.create_producer(topic)
+            await within(producer.send_many(values, properties=props, event_timestamps=stamps))
+        received = await receive(consumer, len(values))
+    for i, message in enumerate(received):
+        assert message.data() == values[i]
+        assert message.properties() == (props[i] or {})
+        assert message.event_timestamp() == (stamps[i] or 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from msgclient.contract import ValueColumns
 from msgclient.errors import MessageEncodingError
 from msgclient.options import CompressionType
 from protocols.kafkawire.records import (
@@ -36,7 +37,7 @@ def test_the_same_bytes_as_the_message_encoder(count: int, keyed: bool) -> None:
     if keyed:
         keys = [b"k%d" % (i % 7) if i % 3 else None for i in range(count)]
     columns = encode_record_columns(
-        values, keys, compression=CompressionType.NONE, now_ms=NOW, **STATE
+        ValueColumns(values, keys), compression=CompressionType.NONE, now_ms=NOW, **STATE
     )
     messages = encode_record_batch(
         as_messages(values, keys), compression=CompressionType.NONE, now_ms=NOW, **STATE
@@ -50,10 +51,30 @@ def test_the_same_bytes_as_the_message_encoder(count: int, keyed: bool) -> None:
 
 def test_compressed_and_refused() -> None:
     values: list[bytes | None] = [b"x" * 50] * 100
-    batch = encode_record_columns(values, None, compression=CompressionType.LZ4, now_ms=NOW)
+    batch = encode_record_columns(ValueColumns(values), compression=CompressionType.LZ4, now_ms=NOW)
     runs, _ = decode_record_batches(batch, "t", 0, 0, max_uncompressed_bytes=LIMIT)
     assert [m.value() for run in runs for m in run] == values
     with pytest.raises(MessageEncodingError, match="at least one"):
-        encode_record_columns([], None, compression=CompressionType.NONE, now_ms=NOW)
-    with pytest.raises(MessageEncodingError, match="1 keys for 2 values"):
-        encode_record_columns([b"a", b"b"], [b"k"], compression=CompressionType.NONE, now_ms=NOW)
+        encode_record_columns(ValueColumns([]), compression=CompressionType.NONE, now_ms=NOW)
+
+
+def test_headers_and_event_timestamps_as_the_message_encoder() -> None:
+    count = 200
+    values: list[bytes | None] = [b"v%d" % i for i in range(count)]
+    headers = [{"h": str(i)} if i % 3 == 0 else None for i in range(count)]
+    stamps = [NOW - 5_000 + i if i % 4 else None for i in range(count)]
+    stamps[0] = NOW - 10_000  # the batch's base timestamp
+    keys: list[str | bytes | None] = ["k" if i % 5 == 0 else None for i in range(count)]
+    columns = encode_record_columns(
+        ValueColumns(values, keys, headers, stamps),
+        compression=CompressionType.NONE,
+        now_ms=NOW,
+        **STATE,
+    )
+    messages = [
+        out(value or b"", key=key, headers=header, timestamp=stamp)
+        for value, key, header, stamp in zip(values, keys, headers, stamps, strict=True)
+    ]
+    assert columns == encode_record_batch(
+        messages, compression=CompressionType.NONE, now_ms=NOW, **STATE
+    )

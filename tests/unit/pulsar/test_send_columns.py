@@ -29,9 +29,9 @@ async def test_the_batch_payload_of_messages() -> None:
         outgoing(value or b"", 1000 + i, partition_key=key, null_value=value is None)
         for i, (value, key) in enumerate(zip(values, keys, strict=True))
     ]
-    assert batch_payload_columns(values, keys, 1000) == batch_payload(messages)
+    assert batch_payload_columns(ValueColumns(values, keys), 1000) == batch_payload(messages)
     plain = [v or b"" for v in values]
-    assert batch_payload_columns(plain, None, 1) == batch_payload(
+    assert batch_payload_columns(ValueColumns(plain), 1) == batch_payload(
         [outgoing(v, 1 + i) for i, v in enumerate(plain)]
     )
 
@@ -57,3 +57,15 @@ async def test_the_frame_of_the_same_messages(codec: CompressionType) -> None:
     ours.metadata.publish_time = theirs.metadata.publish_time = 0
     assert ours.metadata == theirs.metadata
     assert ours.metadata.partition_key == "first"
+
+
+async def test_properties_and_event_timestamps_as_messages() -> None:
+    values: list[bytes | None] = [b"x%d" % i for i in range(50)]
+    props = [{"p": str(i)} if i % 2 else None for i in range(50)]
+    stamps = [1_700_000_000_000 + i if i % 3 else None for i in range(50)]
+    messages = [
+        outgoing(value or b"", 7 + i, properties=prop, event_timestamp=stamp)
+        for i, (value, prop, stamp) in enumerate(zip(values, props, stamps, strict=True))
+    ]
+    columns = ValueColumns(values, None, props, stamps)
+    assert batch_payload_columns(columns, 7) == batch_payload(messages)
