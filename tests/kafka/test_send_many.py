@@ -195,3 +195,43 @@ async def test_headers_and_event_timestamps_as_columns(
         assert sorted(record.headers) == expected
         if stamps[i] is not None:
             assert record.timestamp == stamps[i]
+
+
+async def test_a_copy_pipeline_by_columns(kafka_broker: KafkaBroker, topic: str) -> None:
+    """receive_many's columns go straight into send_many: no Message made either way."""
+    source, sink = f"{topic}-in", f"{topic}-out"
+    await create_topic(kafka_broker.bootstrap_servers, source, 1)
+    await create_topic(kafka_broker.bootstrap_servers, sink, 1)
+    count = 3000
+    values: list[bytes | None] = [b"%d" % i for i in range(count)]
+    keys: list[str | bytes | None] = [b"k%d" % (i % 10) for i in range(count)]
+    headers = [{"i": str(i)} for i in range(count)]
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        feeder = await client.create_producer(source)
+        await within(feeder.send_many(values, keys=keys, properties=headers))
+        consumer = await client.subscribe(
+            source,
+            f"copy-{topic}",
+            consumer_type=msgclient.ConsumerType.Failover,
+            initial_position=msgclient.InitialPosition.Earliest,
+            session_timeout_ms=4000,
+            heartbeat_interval_ms=300,
+            fetch_max_wait_ms=100,
+        )
+        copier = await client.create_producer(sink)
+        copied = 0
+        while copied < count:
+            batch = await within(consumer.receive_many(timeout_millis=10_000))
+            await within(
+                copier.send_many(
+                    batch.values(), keys=batch.key_bytes(), properties=batch.properties()
+                )
+            )
+            consumer.acknowledge(batch)
+            copied += len(batch)
+        assert copied == count
+    records = await read(kafka_broker.bootstrap_servers, sink, count)
+    records.sort(key=lambda r: int(r.value))
+    assert [r.value for r in records] == values
+    assert [r.key for r in records] == keys
+    assert [dict((k, v.decode()) for k, v in r.headers) for r in records] == headers
