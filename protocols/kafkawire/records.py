@@ -215,13 +215,30 @@ def encode_record_columns(
     deltas = _offset_delta_varints(count)
     parts: list[bytes] = []
     start = 0
+    values_only = (
+        columns.keys is None and columns.properties is None and columns.event_timestamps is None
+    )
     rows = zip(values, keys, headers, stamps, strict=True)  # type: ignore[arg-type]
+    remaining = iter(values)
     try:
         for limit in _DELTA_WIDTH_LIMITS:  # as in encode_record_batch
             stop = min(limit, count)
             width = len(deltas[start])
             plain: dict[int, tuple[bytes, bytes]] = {}
             size, head, middle = -1, b"", b""
+            if values_only:  # the usual bulk send: no other column to look at per record
+                for offset_delta, value in zip(deltas[start:stop], remaining, strict=False):
+                    if value is None:
+                        parts.append(_record_of(offset_delta, now_delta, None, None, None))
+                        continue
+                    if len(value) != size:
+                        size = len(value)
+                        head, middle = _plain_pieces(plain, size, now_prefix, width)
+                    parts += (head, offset_delta, middle, value, b"\x00")  # no headers
+                start = stop
+                if start == count:
+                    break
+                continue
             for offset_delta, (value, key, record_headers, stamp) in zip(
                 deltas[start:stop], rows, strict=False
             ):
