@@ -97,8 +97,10 @@ async def test_fails_over_to_the_secondary_and_switches_back(
         await within(producer.send(b"on-primary-1"))
         assert await receive_data(consumer) == b"on-primary-1"
 
-        await asyncio.to_thread(primary.stop)
+        # Taken before the stop begins: the client's probes run on the loop while the stop
+        # waits in its thread, and one may fail before the stop returns.
         stopped_at = loop.time()
+        await asyncio.to_thread(primary.stop)
         await wait_until(
             lambda: client.service_info == policy.secondary[0],
             "the switch to the secondary",
@@ -111,8 +113,10 @@ async def test_fails_over_to_the_secondary_and_switches_back(
         await wait_until(producer.is_connected, "the producer on the secondary")
         await wait_until(consumer.is_connected, "the consumer on the secondary")
 
-        await asyncio.to_thread(primary.start)
+        # Likewise before the start: the broker answers probes before start() returns (it
+        # waits for the port in its thread), which made this bound fail once in CI (0.199 s).
         restarted_at = loop.time()
+        await asyncio.to_thread(primary.start)
         await wait_until(
             lambda: client.service_info == policy.primary,
             "the switch back to the primary",
