@@ -163,13 +163,16 @@ def _race_table(
     run: Callable[[str, int], float],
     *,
     reverse_even_rounds: bool = False,
+    cpu_us: dict[str, list[float]] | None = None,
+    comparisons: Sequence[kafka_produce.Comparison] = (),
 ) -> None:
     """Alternating rounds over ``rows`` (label, settings); ``run(label, round)`` -> msg/s.
-    Prints the best round of each and the ratio of each msgclient row to each rival row.
-    ``reverse_even_rounds``: even rounds run the rows last to first."""
+    Prints the best round of each (with the CPU µs a message of that round, when
+    ``run`` fills ``cpu_us``), then each comparison, or else the ratio of each msgclient
+    row to each rival row. ``reverse_even_rounds``: even rounds run the rows last to first."""
     print(f"{workload}: {len(rows)} runs a round")
     for label, settings in rows:
-        print(f"  {label:22} {settings}")
+        print(f"  {label:28} {settings}")
     labels = [label for label, _ in rows]
 
     def order(round_number: int) -> list[str]:
@@ -178,9 +181,51 @@ def _race_table(
 
     rates = run_rounds(workload, args.rounds, order, run)
     best = {label: max(values) for label, values in rates.items()}
+    cpu = (
+        {  # the CPU of each label's best round
+            label: cpu_us[label][values.index(best[label])] for label, values in rates.items()
+        }
+        if cpu_us
+        else {}
+    )
     print(f"{workload}: best of {args.rounds} rounds")
     for label, rate in best.items():
-        print(f"  {label:22} {rate:>12,.0f} msg/s")
+        cost = f"{cpu[label]:>8.2f} µs CPU a message" if cpu else ""
+        print(f"  {label:28} {rate:>12,.0f} msg/s {cost}")
+    if comparisons:
+        _print_comparisons(best, cpu, comparisons)
+    else:
+        _print_ratio_matrix(best)
+    results.rates[workload] = best
+
+
+def _print_comparisons(
+    best: dict[str, float], cpu: dict[str, float], comparisons: Sequence[kafka_produce.Comparison]
+) -> None:
+    """Each comparison: msgclient's row against its best rival, in msg/s and CPU a message;
+    then overall, msgclient's best row against the best rival row."""
+    print("  msgclient against the best rival (msg/s ratio; CPU a message, rival / msgclient)")
+    for comparison in comparisons:
+        rival = max(comparison.rivals, key=best.__getitem__)
+        print(f"    {comparison.title}:")
+        print(
+            f"      {comparison.ours} {best[comparison.ours]:,.0f} / {rival} "
+            f"{best[rival]:,.0f} = {best[comparison.ours] / best[rival]:.2f}x; "
+            f"CPU {cpu[comparison.ours]:.2f} / {cpu[rival]:.2f} µs "
+            f"= {cpu[rival] / cpu[comparison.ours]:.2f}x"
+        )
+    ours = max((label for label in best if label.startswith("msgclient")), key=best.__getitem__)
+    rival = max(
+        (label for label in best if not label.startswith("msgclient")), key=best.__getitem__
+    )
+    print(
+        f"    overall, the fastest of each: {ours} {best[ours]:,.0f} / {rival} "
+        f"{best[rival]:,.0f} = {best[ours] / best[rival]:.2f}x",
+        flush=True,
+    )
+
+
+def _print_ratio_matrix(best: dict[str, float]) -> None:
     ours = [label for label in best if label.startswith("msgclient")]
     widths = [max(18, len(o) + 2) for o in ours]
     print(
@@ -192,7 +237,6 @@ def _race_table(
             f"{best[o] / best[rival]:>{w - 1}.2f}x" for o, w in zip(ours, widths, strict=True)
         )
         print(f"    {rival:32}{ratios}")
-    results.rates[workload] = best
 
 
 def _race_producers(
@@ -203,24 +247,44 @@ def _race_producers(
     results: Results,
     *,
     reverse_even_rounds: bool = False,
+    comparisons: Sequence[kafka_produce.Comparison] = (),
 ) -> None:
     """Each run on a fresh topic of its own, deleted after it."""
     by_label = {c.label: c for c in contenders}
+    cpu_us: dict[str, list[float]] = {c.label: [] for c in contenders}
 
     def run(label: str, _: int) -> float:
         topic = _topic(workload, label.replace(" ", "-"))
         kafka_produce.create_topic(target, topic)
         try:
-            return by_label[label].run(target, topic, args.messages, args.size)
+            measured = by_label[label].run(target, topic, args.messages, args.size)
         finally:
             kafka_produce.delete_topic(target, topic)
+        cpu_us[label].append(measured.cpu_us)
+        return measured.rate
 
     rows = [(c.label, c.settings) for c in contenders]
-    _race_table(workload, args, results, rows, run, reverse_even_rounds=reverse_even_rounds)
+    _race_table(
+        workload,
+        args,
+        results,
+        rows,
+        run,
+        reverse_even_rounds=reverse_even_rounds,
+        cpu_us=cpu_us,
+        comparisons=comparisons,
+    )
 
 
 def run_kafka_produce(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:
-    _race_producers("kafka-produce", kafka_produce.CONTENDERS, target, args, results)
+    _race_producers(
+        "kafka-produce",
+        kafka_produce.CONTENDERS,
+        target,
+        args,
+        results,
+        comparisons=kafka_produce.COMPARISONS,
+    )
 
 
 def run_kafka_txn(target: KafkaTarget, args: argparse.Namespace, results: Results) -> None:

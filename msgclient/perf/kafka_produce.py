@@ -1,9 +1,18 @@
 """Produce throughput on Kafka: msgclient versus kafka-python, aiokafka and confluent-kafka.
 
-Each run pipelines ``count`` messages to a fresh topic of one partition, the client's fastest
-natural way, and stops the clock when the broker has confirmed the last one. Rivals run
-twice: at msgclient's settings (linger 5 ms, batch 16 KiB, acks all: the Java client's
-defaults, which kafka:// uses) and at their own defaults.
+Each run pipelines ``count`` messages to a fresh topic of one partition and stops the clock
+when the broker has confirmed the last one; it measures msg/s and the CPU time of the
+client's process per message. Three ways to send, each a ``Comparison`` of msgclient with
+the best rival:
+
+- each message confirmed: msgclient's ``send_async`` futures, confluent-kafka's delivery
+  callback per message, aiokafka's and kafka-python's futures;
+- bulk: msgclient's ``send_many`` (10 000 values a call) against each rival's fastest way
+  (confluent-kafka: ``produce`` without callbacks, then ``flush``);
+- each at its own defaults, both ways.
+
+"Same" settings are a busy producer's: linger 5 ms, batches of 128 KiB, acks 1, not
+idempotent, no compression.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 
 import msgclient
 from msgclient.perf import event_loop
+from msgclient.perf.stopwatch import Measured, Stopwatch
 
 PARTITIONS = 1  # see docs/benchmarks.md: the rivals' keyless partitioners differ
 CHUNK = 10_000  # messages between progress checks: a check per message would cost time
@@ -37,11 +47,20 @@ class KafkaTarget:
 
 @dataclass(frozen=True)
 class Contender:
-    """One row of a race: ``run(target, topic, count, size)`` -> msg/s."""
+    """One row of a race: ``run(target, topic, count, size)`` -> what it measured."""
 
     label: str
     settings: str
-    run: Callable[[KafkaTarget, str, int, int], float]
+    run: Callable[[KafkaTarget, str, int, int], Measured]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A msgclient row against the best of the rival rows that do the same."""
+
+    title: str
+    ours: str
+    rivals: tuple[str, ...]
 
 
 class Progress:
@@ -125,6 +144,15 @@ def delete_topic(target: KafkaTarget, topic: str) -> None:
 
 # kafka:// defaults: linger 5 ms, batch 16 KiB, acks -1, idempotent, 5 requests in flight.
 MSGCLIENT_DEFAULTS: dict[str, Any] = {}
+# The same settings: batches cut by size (batching_max_messages is Pulsar's count limit,
+# 1000 by default, which Kafka clients do not have).
+MSGCLIENT_SAME: dict[str, Any] = {
+    "batching_max_publish_delay_ms": 5,
+    "batching_max_allowed_size_in_bytes": 128 * 1024,
+    "batching_max_messages": 10_000,
+    "acks": 1,
+    "enable_idempotence": False,
+}
 # About confluent-kafka's default batches (batch.size 1,000,000 encoded bytes, at most
 # 10,000 messages): msgclient counts payload bytes, librdkafka the encoded batch (~9% more
 # for 100-byte values), and a batch must stay under max_request_size (1 MiB).
@@ -136,7 +164,7 @@ MSGCLIENT_LARGE: dict[str, Any] = {
 
 async def _msgclient(
     target: KafkaTarget, topic: str, count: int, size: int, **options: Any
-) -> float:
+) -> Measured:
     payload = b"x" * size
     async with msgclient.Client(target.service_url) as client:
         # Blocking, as the rivals do when their buffers are full (it never blocks at 20 MB).
@@ -144,59 +172,60 @@ async def _msgclient(
         await producer.send(payload)  # connection, metadata and producer id outside the clock
         send, progress = producer.send_async, Progress("msgclient", count)
         futures: list[asyncio.Future[msgclient.MessageId]] = []
-        start = time.perf_counter()
+        clock = Stopwatch()
         for done in range(0, count, CHUNK):
             futures += [await send(payload) for _ in range(min(CHUNK, count - done))]
             progress(min(done + CHUNK, count))
         await asyncio.wait_for(producer.flush(), STALL_SECONDS)
-        elapsed = time.perf_counter() - start
         _check_failures("msgclient", _failed(futures))
+        measured = clock.stop(count)
         await producer.close()
-    return count / elapsed
+    return measured
 
 
 def msgclient_produce(
     target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
-) -> float:
+) -> Measured:
     with ClientWarnings():
         return event_loop.run(_msgclient(target, topic, count, size, **options))
 
 
 async def _msgclient_bulk(
     target: KafkaTarget, topic: str, count: int, size: int, **options: Any
-) -> float:
+) -> Measured:
     """send_many, CHUNK values a call (a bulk writer's columns, as a Spark task's)."""
     payload = b"x" * size
     async with msgclient.Client(target.service_url) as client:
         producer = await client.create_producer(topic, **options)
         await producer.send(payload)  # connection, metadata and producer id outside the clock
         progress = Progress("msgclient send_many", count)
-        start = time.perf_counter()
+        clock = Stopwatch()
         for done in range(0, count, CHUNK):
             chunk = min(CHUNK, count - done)
             # raises if a batch failed: every message is confirmed when it returns
             await asyncio.wait_for(producer.send_many([payload] * chunk), STALL_SECONDS)
             progress(done + chunk)
-        elapsed = time.perf_counter() - start
+        measured = clock.stop(count)
         await producer.close()
-    return count / elapsed
+    return measured
 
 
 def msgclient_bulk(
     target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
-) -> float:
+) -> Measured:
     with ClientWarnings():
         return event_loop.run(_msgclient_bulk(target, topic, count, size, **options))
 
 
 # -- aiokafka ------------------------------------------------------------------------------
 
-# enable_idempotence stays off: aiokafka asks InitProducerId at v0, which tansu refuses.
-AIOKAFKA_SAME: dict[str, Any] = {"linger_ms": 5, "max_batch_size": 16_384, "acks": "all"}
+AIOKAFKA_SAME: dict[str, Any] = {"linger_ms": 5, "max_batch_size": 128 * 1024, "acks": 1}
 AIOKAFKA_DEFAULTS: dict[str, Any] = {}  # linger 0, batch 16 KiB, acks 1
 
 
-async def _aiokafka(target: KafkaTarget, topic: str, count: int, size: int, **config: Any) -> float:
+async def _aiokafka(
+    target: KafkaTarget, topic: str, count: int, size: int, **config: Any
+) -> Measured:
     aiokafka = peer("aiokafka")
     payload = b"x" * size
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=target.bootstrap_servers, **config)
@@ -205,21 +234,20 @@ async def _aiokafka(target: KafkaTarget, topic: str, count: int, size: int, **co
         await producer.send_and_wait(topic, payload)
         send, progress = producer.send, Progress("aiokafka", count)
         futures: list[Any] = []
-        start = time.perf_counter()
+        clock = Stopwatch()
         for done in range(0, count, CHUNK):
             futures += [await send(topic, payload) for _ in range(min(CHUNK, count - done))]
             progress(min(done + CHUNK, count))
         await asyncio.wait_for(producer.flush(), STALL_SECONDS)
-        elapsed = time.perf_counter() - start
         _check_failures("aiokafka", _failed(futures))
+        return clock.stop(count)
     finally:
         await producer.stop()
-    return count / elapsed
 
 
 def aiokafka_produce(
     target: KafkaTarget, topic: str, count: int, size: int, config: dict[str, Any]
-) -> float:
+) -> Measured:
     return event_loop.run(_aiokafka(target, topic, count, size, **config))
 
 
@@ -227,72 +255,84 @@ def aiokafka_produce(
 
 CONFLUENT_SAME: dict[str, Any] = {
     "linger.ms": 5,
-    "batch.size": 16_384,
-    "acks": "all",
-    "enable.idempotence": True,
+    "batch.size": 128 * 1024,
+    "acks": 1,
+    "enable.idempotence": False,
 }
 # linger 5 ms, batch.size 1 MB, batch.num.messages 10 000, acks all, not idempotent
 CONFLUENT_DEFAULTS: dict[str, Any] = {}
 
 
 def confluent_produce(
-    target: KafkaTarget, topic: str, count: int, size: int, config: dict[str, Any]
-) -> float:
-    """Its fastest way: no delivery callback (a Python call per message), poll() only when
-    its queue is full, and flush(), which returns how many are still unconfirmed."""
+    target: KafkaTarget,
+    topic: str,
+    count: int,
+    size: int,
+    config: dict[str, Any],
+    callbacks: bool = False,
+) -> Measured:
+    """Without ``callbacks`` its fastest way: no Python call per message, poll() only when
+    its queue is full, and flush(), which returns how many are still unconfirmed. With
+    them, a delivery callback per message that counts the failed ones (each message's
+    confirmation seen, as a future is)."""
     producer = peer("confluent_kafka").Producer(
         {"bootstrap.servers": target.bootstrap_servers, **config}
     )
     payload = b"x" * size
     producer.produce(topic, payload)
     producer.flush(STALL_SECONDS)
+    failed = 0
+
+    def delivered(error: Any, _: Any) -> None:
+        nonlocal failed
+        if error is not None:
+            failed += 1
+
     produce, poll, progress = producer.produce, producer.poll, Progress("confluent-kafka", count)
-    start = time.perf_counter()
+    produce_one = functools.partial(produce, on_delivery=delivered) if callbacks else produce
+    clock = Stopwatch()
     for done in range(0, count, CHUNK):
         for _ in range(min(CHUNK, count - done)):
             while True:
                 try:
-                    produce(topic, payload)
+                    produce_one(topic, payload)
                     break
                 except BufferError:  # its queue is full: serve it, then retry
                     poll(0.001)
         progress(min(done + CHUNK, count))
-    unconfirmed = producer.flush(STALL_SECONDS)
-    elapsed = time.perf_counter() - start
-    _check_failures("confluent-kafka", unconfirmed)
-    return count / elapsed
+    _check_failures("confluent-kafka", producer.flush(STALL_SECONDS) + failed)
+    return clock.stop(count)
 
 
 # -- kafka-python ------------------------------------------------------------------------
 
 KAFKA_PYTHON_SAME: dict[str, Any] = {
     "linger_ms": 5,
-    "batch_size": 16_384,
-    "acks": "all",
-    "enable_idempotence": True,
+    "batch_size": 128 * 1024,
+    "acks": 1,
+    "enable_idempotence": False,
 }
 KAFKA_PYTHON_DEFAULTS: dict[str, Any] = {}  # linger 0, batch 16 KiB, acks all, idempotent
 
 
 def kafka_python_produce(
     target: KafkaTarget, topic: str, count: int, size: int, config: dict[str, Any]
-) -> float:
+) -> Measured:
     producer = peer("kafka").KafkaProducer(bootstrap_servers=target.bootstrap_servers, **config)
     payload = b"x" * size
     try:
         producer.send(topic, payload).get(STALL_SECONDS)
         send, progress = producer.send, Progress("kafka-python", count)
         futures: list[Any] = []
-        start = time.perf_counter()
+        clock = Stopwatch()
         for done in range(0, count, CHUNK):
             futures += [send(topic, payload) for _ in range(min(CHUNK, count - done))]
             progress(min(done + CHUNK, count))
         producer.flush(timeout=STALL_SECONDS)
-        elapsed = time.perf_counter() - start
         _check_failures("kafka-python", sum(1 for f in futures if not f.succeeded()))
+        return clock.stop(count)
     finally:
         producer.close()
-    return count / elapsed
 
 
 def _failed(futures: list[Any]) -> int:
@@ -305,56 +345,86 @@ def _check_failures(client: str, failed: int) -> None:
         raise RuntimeError(f"{client}: {failed} messages were not confirmed")
 
 
-SAME = "linger 5 ms, batch 16 KiB, acks all"
+SAME = "linger 5 ms, batch 128 KiB, acks 1, not idempotent"
+BULK = "send_many of 10 000 values a call"
 CONTENDERS = (
     Contender(
         "msgclient",
-        SAME + ", idempotent (its kafka:// defaults)",
+        SAME + "; send_async, every future confirmed",
+        functools.partial(msgclient_produce, options=MSGCLIENT_SAME),
+    ),
+    Contender(
+        "msgclient defaults",
+        "linger 5 ms, batch 16 KiB, acks all, idempotent (its kafka:// defaults); send_async",
         functools.partial(msgclient_produce, options=MSGCLIENT_DEFAULTS),
     ),
     Contender(
-        "msgclient large",
-        "linger 5 ms, batches of 920 KB payload / 10 000 messages, acks all, idempotent",
-        functools.partial(msgclient_produce, options=MSGCLIENT_LARGE),
-    ),
-    Contender(
         "msgclient send_many",
-        SAME + ", idempotent; send_many of 10 000 values a call",
-        functools.partial(msgclient_bulk, options=MSGCLIENT_DEFAULTS),
+        f"{SAME}; {BULK}",
+        functools.partial(msgclient_bulk, options=MSGCLIENT_SAME),
     ),
     Contender(
         "msgclient send_many large",
-        "as msgclient large; send_many of 10 000 values a call",
+        f"batches of 920 KB payload / 10 000 messages (confluent's defaults), acks all, "
+        f"idempotent; {BULK}",
         functools.partial(msgclient_bulk, options=MSGCLIENT_LARGE),
     ),
     Contender(
-        "aiokafka same",
-        SAME + ", not idempotent (tansu refuses its InitProducerId v0)",
-        functools.partial(aiokafka_produce, config=AIOKAFKA_SAME),
+        "confluent callbacks",
+        SAME + "; a delivery callback per message",
+        functools.partial(confluent_produce, config=CONFLUENT_SAME, callbacks=True),
     ),
     Contender(
-        "aiokafka defaults",
-        "linger 0, batch 16 KiB, acks 1",
-        functools.partial(aiokafka_produce, config=AIOKAFKA_DEFAULTS),
+        "confluent callbacks defaults",
+        "linger 5 ms, batch 1 MB / 10 000 messages, acks all; a delivery callback per message",
+        functools.partial(confluent_produce, config=CONFLUENT_DEFAULTS, callbacks=True),
     ),
     Contender(
-        "confluent same",
-        SAME + ", idempotent",
+        "confluent",
+        SAME + "; produce without callbacks, then flush",
         functools.partial(confluent_produce, config=CONFLUENT_SAME),
     ),
     Contender(
         "confluent defaults",
-        "linger 5 ms, batch 1 MB / 10 000 messages, acks all",
+        "linger 5 ms, batch 1 MB / 10 000 messages, acks all; without callbacks, then flush",
         functools.partial(confluent_produce, config=CONFLUENT_DEFAULTS),
     ),
     Contender(
-        "kafka-python same",
-        SAME + ", idempotent",
+        "aiokafka",
+        SAME + "; futures",
+        functools.partial(aiokafka_produce, config=AIOKAFKA_SAME),
+    ),
+    Contender(
+        "aiokafka defaults",
+        "linger 0, batch 16 KiB, acks 1; futures",
+        functools.partial(aiokafka_produce, config=AIOKAFKA_DEFAULTS),
+    ),
+    Contender(
+        "kafka-python",
+        SAME + "; futures",
         functools.partial(kafka_python_produce, config=KAFKA_PYTHON_SAME),
     ),
     Contender(
         "kafka-python defaults",
-        "linger 0, batch 16 KiB, acks all, idempotent",
+        "linger 0, batch 16 KiB, acks all, idempotent; futures",
         functools.partial(kafka_python_produce, config=KAFKA_PYTHON_DEFAULTS),
+    ),
+)
+CONFIRMED_RIVALS = ("confluent callbacks", "aiokafka", "kafka-python")
+RIVAL_DEFAULTS = ("confluent callbacks defaults", "aiokafka defaults", "kafka-python defaults")
+COMPARISONS = (
+    Comparison("each message confirmed, same settings", "msgclient", CONFIRMED_RIVALS),
+    Comparison(
+        "each message confirmed, each at its defaults", "msgclient defaults", RIVAL_DEFAULTS
+    ),
+    Comparison(
+        "bulk against each rival's fastest way, same settings",
+        "msgclient send_many",
+        ("confluent", *CONFIRMED_RIVALS),
+    ),
+    Comparison(
+        "bulk, large batches, against the rivals' fastest at their defaults",
+        "msgclient send_many large",
+        ("confluent defaults", *RIVAL_DEFAULTS),
     ),
 )

@@ -23,10 +23,8 @@ import msgclient
 from msgclient.perf import event_loop
 from msgclient.perf.kafka_produce import (
     CONFLUENT_DEFAULTS,
-    CONFLUENT_SAME,
     MSGCLIENT_DEFAULTS,
     MSGCLIENT_LARGE,
-    SAME,
     STALL_SECONDS,
     ClientWarnings,
     Contender,
@@ -34,10 +32,18 @@ from msgclient.perf.kafka_produce import (
     Progress,
     peer,
 )
+from msgclient.perf.stopwatch import Measured, Stopwatch
 
 TXN_MESSAGES = 1_000  # messages per transaction
 WARM_UP = 1  # the warm-up transaction's messages, in the topic too
 READ_BATCH = 10_000  # the check's consume() size
+SAME = "linger 5 ms, batch 16 KiB, acks all"  # msgclient's kafka:// defaults
+CONFLUENT_SAME: dict[str, Any] = {
+    "linger.ms": 5,
+    "batch.size": 16_384,
+    "acks": "all",
+    "enable.idempotence": True,
+}
 
 
 def _transactional_id(client: str) -> str:
@@ -49,7 +55,7 @@ def _transactional_id(client: str) -> str:
 
 async def _msgclient(
     target: KafkaTarget, topic: str, count: int, size: int, **options: Any
-) -> float:
+) -> Measured:
     payload = b"x" * size
     async with msgclient.Client(target.service_url) as client:
         producer = await client.create_producer(
@@ -62,7 +68,7 @@ async def _msgclient(
             await producer.send(payload)
         send, progress = producer.send_async, Progress("msgclient", count)
         committed = 0
-        start = time.perf_counter()
+        clock = Stopwatch()
         while committed < count:
             n = min(TXN_MESSAGES, count - committed)
             producer.begin_transaction()
@@ -72,18 +78,18 @@ async def _msgclient(
             await asyncio.wait_for(producer.commit_transaction(), STALL_SECONDS)
             committed += n
             progress(committed)
-        elapsed = time.perf_counter() - start
+        measured = clock.stop(committed)
         await producer.close()
-    return committed / elapsed
+    return measured
 
 
 def msgclient_txn(
     target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
-) -> float:
+) -> Measured:
     with ClientWarnings():
-        rate = event_loop.run(_msgclient(target, topic, count, size, **options))
+        measured = event_loop.run(_msgclient(target, topic, count, size, **options))
     check_committed(target, topic, WARM_UP + count)
-    return rate
+    return measured
 
 
 # -- confluent-kafka ---------------------------------------------------------------------
@@ -91,7 +97,7 @@ def msgclient_txn(
 
 def confluent_txn(
     target: KafkaTarget, topic: str, count: int, size: int, config: dict[str, Any]
-) -> float:
+) -> Measured:
     """As in kafka-produce: no delivery callback, poll() only on BufferError;
     commit_transaction() flushes, raises if a message failed, then commits."""
     producer = peer("confluent_kafka").Producer(
@@ -108,7 +114,7 @@ def confluent_txn(
     producer.commit_transaction(STALL_SECONDS)
     produce, poll, progress = producer.produce, producer.poll, Progress("confluent-kafka", count)
     committed = 0
-    start = time.perf_counter()
+    clock = Stopwatch()
     while committed < count:
         n = min(TXN_MESSAGES, count - committed)
         producer.begin_transaction()
@@ -122,9 +128,9 @@ def confluent_txn(
         producer.commit_transaction(STALL_SECONDS)
         committed += n
         progress(committed)
-    elapsed = time.perf_counter() - start
+    measured = clock.stop(committed)
     check_committed(target, topic, WARM_UP + count)
-    return committed / elapsed
+    return measured
 
 
 # -- the check, after the clock ----------------------------------------------------------
