@@ -1,17 +1,21 @@
-"""send_many, the bulk path by columns, on a real broker (tansu), read back by kafka-python."""
+"""send_many, the bulk path by columns, on a real broker (tansu), read back by kafka-python
+and confluent-kafka; across a dropped connection and a broker restart."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 from kafka.partitioner.default import murmur2
 
 import msgclient
+from msgclient.core.network.connection import Connection
 from msgclient.embedded import KafkaBroker
 from protocols.kafkawire.message_id import KafkaMessageId
 from tests.kafka.helpers import TIMEOUT, create_topic, read
+from tests.kafka.test_produce import produced_batches
 from tests.kafka.test_transactions import read_all
 
 CODECS = list(msgclient.CompressionType)
@@ -235,3 +239,173 @@ async def test_a_copy_pipeline_by_columns(kafka_broker: KafkaBroker, topic: str)
     assert [r.value for r in records] == values
     assert [r.key for r in records] == keys
     assert [dict((k, v.decode()) for k, v in r.headers) for r in records] == headers
+
+
+def confluent_read(bootstrap: str, topic: str, count: int) -> list[Any]:
+    """``count`` records of partition 0 as confluent-kafka (librdkafka) reads them, in
+    offset order; then nothing more."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"c-{time.monotonic_ns()}"})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        records: list[Any] = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(records) < count:
+            assert time.monotonic() < deadline, f"confluent-kafka read {len(records)} of {count}"
+            for record in consumer.consume(1000, 0.2):
+                assert record.error() is None, record.error()
+                records.append(record)
+        assert not consumer.consume(1000, 0.3)
+        return records
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+async def test_confluent_reads_values_keys_headers_and_timestamps(
+    kafka_broker: KafkaBroker, topic: str, codec: msgclient.CompressionType
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    values = varied(2000)
+    keys: list[str | bytes | None] = [None if i % 5 == 0 else f"k{i % 7}" for i in range(2000)]
+    headers = [{"i": str(i)} if i % 2 else None for i in range(2000)]
+    stamps = [1_700_000_000_000 + i for i in range(2000)]
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(
+            topic, compression_type=codec, batching_max_messages=300
+        )
+        sent = values, keys, headers, stamps
+        await within(
+            producer.send_many(values, keys=keys, properties=headers, event_timestamps=stamps)
+        )
+    records = await asyncio.to_thread(confluent_read, kafka_broker.bootstrap_servers, topic, 2000)
+    assert [r.value() for r in records] == sent[0]
+    assert [r.key() for r in records] == [k.encode() if isinstance(k, str) else k for k in keys]
+    assert [dict((k, v.decode()) for k, v in r.headers() or []) or None for r in records] == headers
+    assert [r.timestamp()[1] for r in records] == stamps
+
+
+async def test_a_bulk_call_over_several_produce_requests(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """3 MB in one call, batches of up to 600 KB under a 1 MiB max_request_size: no request
+    holds them all, and every value is stored once, in order."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    values: list[bytes | None] = [b"%05d" % i + b"v" * (1000 + i % 900) for i in range(2000)]
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(
+            topic,
+            batching_max_allowed_size_in_bytes=600_000,
+            batching_max_messages=10_000,
+            max_request_size=1 << 20,
+        )
+        ids = await within(producer.send_many(values))
+    assert [i.offset for i in ids] == list(range(len(values)))  # type: ignore[attr-defined]
+    records = await read(kafka_broker.bootstrap_servers, topic, len(values))
+    assert [r.value for r in sorted(records, key=lambda r: r.offset)] == values
+
+
+async def test_a_bulk_call_across_a_dropped_connection_stores_each_value_once(
+    kafka_broker: KafkaBroker, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection is cut right after a Produce request of the call was written (its
+    answer lost): the idempotent producer writes the unconfirmed batches again with the
+    same producer id, epoch and sequences; the call returns every id, and each value is
+    stored once."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    batches: list[tuple[int, int, int, int]] = []  # producer id, epoch, base sequence, count
+    cut_after = -1  # batches written before the cut
+    write = Connection.write
+    count = 20_000
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic, batching_max_messages=100)
+        await producer.send(b"connected")
+
+        def cut() -> None:
+            for task in list(client._backend.pool._connections.values()):  # type: ignore[attr-defined]
+                if task.done():
+                    task.result().abort(ConnectionResetError("cut by the test"))
+
+        def tapped(self: Connection[Any], data: bytes | list[bytes]) -> None:
+            nonlocal cut_after
+            frame = b"".join(data) if isinstance(data, list) else data
+            batches.extend(produced_batches(frame))
+            write(self, data)
+            if cut_after < 0 and len(batches) >= 60:  # a third of the call's batches
+                cut_after = len(batches)
+                asyncio.get_running_loop().call_soon(cut)  # after this write returns
+
+        monkeypatch.setattr(Connection, "write", tapped)
+        values: list[bytes | None] = [b"%d" % i for i in range(count)]
+        ids = await within(producer.send_many(values), 60)
+        monkeypatch.undo()
+    assert len(ids) == count
+    assert cut_after >= 0
+    before, after = batches[:cut_after], batches[cut_after:]
+    assert set(before) & set(after), "no batch written before the cut was written again"
+    assert len({(pid, epoch) for pid, epoch, _, _ in batches}) == 1
+    records = await read(kafka_broker.bootstrap_servers, topic, count + 1)
+    stored = sorted(r.value for r in records if r.value != b"connected")
+    assert stored == sorted(values)  # type: ignore[type-var]
+
+
+async def test_every_bulk_call_ends_when_the_broker_restarts(
+    topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tansu keeps everything in memory (brokers.md): a restart loses what was stored, so
+    what the client guarantees is checked: calls go on while the broker goes down and comes
+    back; every call returns its ids or raises a typed error, nothing is stored twice,
+    nothing unconfirmed is reported stored, and every call begun after the broker was back
+    is stored (with a new producer id: the restarted broker forgot the old one)."""
+    per_call, restart_at, after_restart = 200, 3, 5
+    results: list[BaseException | list[msgclient.MessageId]] = []
+    begun_after_restart: list[int] = []
+    producer_ids: set[int] = set()
+    write = Connection.write
+
+    def tapped(self: Connection[Any], data: bytes | list[bytes]) -> None:
+        frame = b"".join(data) if isinstance(data, list) else data
+        producer_ids.update(pid for pid, _, _, _ in produced_batches(frame))
+        write(self, data)
+
+    monkeypatch.setattr(Connection, "write", tapped)
+    with KafkaBroker() as broker:
+        async with msgclient.Client(broker.service_url, operation_timeout_seconds=5) as client:
+            producer = await client.create_producer(
+                topic, send_timeout_millis=15_000, batching_max_messages=50
+            )
+            restarting: asyncio.Future[None] | None = None
+            call = 0
+            while len(begun_after_restart) < after_restart:
+                assert call < 2000, "the broker did not come back"
+                if call == restart_at:  # the broker goes down under the next calls
+                    restarting = asyncio.ensure_future(asyncio.to_thread(broker.restart))
+                if restarting is not None and restarting.done():
+                    begun_after_restart.append(call)
+                values: list[bytes | None] = [
+                    b"%d" % (call * per_call + i) for i in range(per_call)
+                ]
+                try:
+                    results.append(list(await within(producer.send_many(values), 60)))
+                except msgclient.MsgClientError as error:
+                    results.append(error)
+                call += 1
+                await asyncio.sleep(0.02)
+            await within(restarting)
+        stored = [int(r.value) for r in await read(broker.bootstrap_servers, topic, None)]
+    assert len(set(stored)) == len(stored)  # resent batches were stored once
+    confirmed = {
+        call * per_call + i
+        for call, result in enumerate(results)
+        if not isinstance(result, BaseException)
+        for i in range(per_call)
+    }
+    assert set(stored) <= confirmed
+    for call in begun_after_restart:
+        assert set(range(call * per_call, (call + 1) * per_call)) <= set(stored)
+    print(
+        "RESULTS",
+        [type(r).__name__ if isinstance(r, BaseException) else len(r) for r in results],
+        len(stored),
+    )
