@@ -404,8 +404,4 @@ async def test_every_bulk_call_ends_when_the_broker_restarts(
     assert set(stored) <= confirmed
     for call in begun_after_restart:
         assert set(range(call * per_call, (call + 1) * per_call)) <= set(stored)
-    print(
-        "RESULTS",
-        [type(r).__name__ if isinstance(r, BaseException) else len(r) for r in results],
-        len(stored),
-    )
+    assert len(producer_ids) >= 2, producer_ids  # the restart happened under the calls
