@@ -74,6 +74,9 @@ class ValueColumns:
     keys: Sequence[str | bytes | None] | None = None
     properties: Sequence[Mapping[str, str] | None] | None = None
     event_timestamps: Sequence[int | None] | None = None
+    # Every value is bytes of this size (none is None), as a busy producer's usually
+    # are: an encoder may then lay the records out without looking at each. None: unknown.
+    uniform_size: int | None = None
 
     def part(self, positions: Sequence[int] | range) -> ValueColumns:
         """The records at ``positions`` (a range: a slice of each column)."""
@@ -84,6 +87,7 @@ class ValueColumns:
                 None if self.keys is None else self.keys[cut],
                 None if self.properties is None else self.properties[cut],
                 None if self.event_timestamps is None else self.event_timestamps[cut],
+                self.uniform_size,
             )
         return ValueColumns(
             [self.values[i] for i in positions],
@@ -92,6 +96,7 @@ class ValueColumns:
             None
             if self.event_timestamps is None
             else [self.event_timestamps[i] for i in positions],
+            self.uniform_size,
         )
 
 

@@ -49,6 +49,25 @@ def test_the_same_bytes_as_the_message_encoder(count: int, keyed: bool) -> None:
     assert next_offset == count
 
 
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 8191, 8192, 9000])
+def test_uniform_values_the_same_bytes_as_the_message_encoder(count: int) -> None:
+    """The uniform-size path (cached record separators, no step per record) against the
+    per-message encoder: every delta width, a cache grown for a larger batch, sizes that
+    evict one another (one byte: where a record's length varint widens)."""
+    for size in (100, 0, 63, 64, 1000, 100, 7, 8, 9, 100):
+        values: list[bytes | None] = [bytes([i % 256]) * size for i in range(count)]
+        columns = encode_record_columns(
+            ValueColumns(values, uniform_size=size),
+            compression=CompressionType.NONE,
+            now_ms=NOW,
+            **STATE,
+        )
+        messages = encode_record_batch(
+            as_messages(values, None), compression=CompressionType.NONE, now_ms=NOW, **STATE
+        )
+        assert columns == messages, (count, size)
+
+
 def test_compressed_and_refused() -> None:
     values: list[bytes | None] = [b"x" * 50] * 100
     batch = encode_record_columns(ValueColumns(values), compression=CompressionType.LZ4, now_ms=NOW)
