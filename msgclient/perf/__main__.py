@@ -74,6 +74,7 @@ def _split(label: str) -> tuple[str, str]:
 def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
     rows = {row.label: row for row in pulsar_produce.ROWS}
     _describe("produce", [(row.label, row.settings) for row in rows.values()])
+    cpu_us: dict[str, list[float]] = {}
 
     def run(label: str, _: int) -> float:
         client, row = _split(label)
@@ -81,16 +82,19 @@ def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
         topic = _topic("produce", client)
         if client == "msgclient":
             options = rows[row].msgclient
-            seconds = pulsar_produce.msgclient_produce(
+            measured = pulsar_produce.msgclient_produce(
                 url, topic, count, args.size, options, rows[row].bulk
             )
         else:
             options = rows[row].official
-            seconds = pulsar_produce.official_produce(url, topic, count, args.size, options)
-        return count / seconds
+            measured = pulsar_produce.official_produce(
+                url, topic, count, args.size, options, rows[row].callbacks
+            )
+        cpu_us.setdefault(label, []).append(measured.cpu_us)
+        return measured.rate
 
     rates = run_rounds("produce", args.rounds, lambda n: alternating(list(rows), n), run)
-    print_pairs("produce", list(rows), rates)
+    print_pairs("produce", list(rows), rates, cpu_us)
     results.rates["produce"] = {label: max(values) for label, values in rates.items()}
 
 
@@ -109,10 +113,9 @@ def run_consume(url: str, args: argparse.Namespace, results: Results) -> None:
                 f"with {kind.writer}",
                 flush=True,
             )
-            written, seconds = pulsar_consume.make_backlog(
+            written, rate = pulsar_consume.make_backlog(
                 url, _topic("consume", row), args.messages, args.size, kind
             )
-            rate = args.messages / seconds
             per_entry = kind.messages_per_entry(rate)
             print(
                 f"    written at {rate:,.0f} msg/s; messages an entry: about {per_entry:,.0f}",

@@ -94,7 +94,7 @@ def make_backlog(
     service_url: str, topic: str, count: int, size: int, kind: BacklogKind
 ) -> tuple[Backlog, float]:
     """Subscribe both contenders, then write the backlog (after the writer's warm-up
-    message, which stays unread); returns it and the seconds the writing took."""
+    message, which stays unread); returns it and the rate it was written at (msg/s)."""
     import pulsar
 
     client = pulsar.Client(service_url, logger=quiet_logger())
@@ -104,8 +104,8 @@ def make_backlog(
     finally:
         client.close()
     write = official_produce if kind.writer == "pulsar-client" else msgclient_produce
-    seconds = write(service_url, topic, count, size, kind.options)
-    return Backlog(service_url, topic, count, kind.bulk), seconds
+    written = write(service_url, topic, count, size, kind.options)
+    return Backlog(service_url, topic, count, kind.bulk), written.rate
 
 
 async def _msgclient_consume(backlog: Backlog) -> float:

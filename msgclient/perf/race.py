@@ -38,17 +38,36 @@ def alternating(rows: Sequence[str], round_number: int) -> list[str]:
     return [f"{client} {row}" for row in rows for client in order]
 
 
-def print_pairs(workload: str, rows: Sequence[str], rates: dict[str, list[float]]) -> None:
-    """Each row: the best round of both clients, the range of their rounds, and the ratio."""
+def print_pairs(
+    workload: str,
+    rows: Sequence[str],
+    rates: dict[str, list[float]],
+    cpu_us: dict[str, list[float]] | None = None,
+) -> None:
+    """Each row: the best round of both clients, the range of their rounds, and the ratio;
+    with ``cpu_us``, the CPU µs a message of each best round and their ratio (the rival's
+    over msgclient's: above 1, msgclient spends less)."""
     rounds = len(next(iter(rates.values())))
     print(f"{workload}: best of {rounds} rounds, msg/s (range of the rounds)")
-    print(f"  {'row':14} {'msgclient':>28} {RIVAL:>28} {'ratio':>7}")
+    cpu_title = f" {'CPU µs/msg (ours, theirs)':>27} {'ratio':>6}" if cpu_us else ""
+    print(f"  {'row':14} {'msgclient':>28} {RIVAL:>28} {'ratio':>7}{cpu_title}")
     for row in rows:
         ours, theirs = rates[f"msgclient {row}"], rates[f"{RIVAL} {row}"]
+        cpu = ""
+        if cpu_us:
+            our_cpu = _at_best(ours, cpu_us[f"msgclient {row}"])
+            their_cpu = _at_best(theirs, cpu_us[f"{RIVAL} {row}"])
+            cpu = f" {our_cpu:>13.2f} {their_cpu:>13.2f} {their_cpu / our_cpu:>5.2f}x"
         print(
-            f"  {row:14} {_best(ours):>28} {_best(theirs):>28} {max(ours) / max(theirs):>6.2f}x",
+            f"  {row:14} {_best(ours):>28} {_best(theirs):>28} {max(ours) / max(theirs):>6.2f}x"
+            + cpu,
             flush=True,
         )
+
+
+def _at_best(rates: list[float], values: list[float]) -> float:
+    """The value of the round with the best rate."""
+    return values[rates.index(max(rates))]
 
 
 def _best(rates: list[float]) -> str:
