@@ -21,6 +21,7 @@ from msgclient.spark.positions import (
     Protocol,
     covers,
     end_after,
+    pulsar_position,
     reader_start,
 )
 
@@ -102,6 +103,43 @@ async def first_after(
         return None
     finally:
         await reader.close()
+
+
+async def after_messages(
+    client: msgclient.Client,
+    tp: TopicPartition,
+    after: Position,
+    end: Position,
+    count: int,
+    probe_ms: int,
+) -> tuple[Position, int]:
+    """The position after the next ``count`` messages past ``after`` (at most up to
+    ``end``), and how many there were: Pulsar limits that count messages, which only
+    reading tells (a producer batch is one entry of many). Fewer when ``end`` comes first
+    or no message comes within ``probe_ms``."""
+    start, inclusive = reader_start(after, tp.topic, tp.partition)
+    reader = await client.create_reader(
+        tp.topic,
+        start,
+        partition=tp.partition,
+        start_message_id_inclusive=inclusive,
+        receiver_queue_size=min(count, 1000),
+    )
+    position, seen = after, 0
+    try:
+        async with asyncio.timeout(probe_ms / 1000):
+            while seen < count:
+                message_id = (await reader.read_next()).message_id()
+                if covers(after, message_id):
+                    continue  # a start inside an entry gets that entry again
+                if not covers(end, message_id):
+                    break  # past the end
+                position, seen = pulsar_position(message_id), seen + 1
+    except (TimeoutError, ReceiveTimeoutError):
+        pass
+    finally:
+        await reader.close()
+    return position, seen
 
 
 async def first_at_time(

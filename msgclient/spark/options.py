@@ -35,8 +35,9 @@ KNOWN = (*URL_OPTIONS, *TOPIC_OPTIONS, *IGNORED, "kafka.security.protocol", "kaf
          "kafka.sasl.mechanism", "kafka.sasl.jaas.config", "startingOffsets", "endingOffsets",
          "startingOffsetsByTimestamp", "startingTimestamp", "startingOffsetsByTimestampStrategy",
          "failOnDataLoss", "includeHeaders", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
-         "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "pollTimeoutMs",
-         "kafkaConsumer.pollTimeoutMs", "receiverQueueSize", "batchRows")  # fmt: skip
+         "maxEntriesPerTrigger", "minEntriesPerTrigger", "maxTriggerDelay", "minPartitions",
+         "maxRecordsPerPartition", "pollTimeoutMs", "kafkaConsumer.pollTimeoutMs",
+         "receiverQueueSize", "batchRows")  # fmt: skip
 _CANONICAL = {name.lower(): name for name in KNOWN}
 _SECURITY_SCHEMES = {"plaintext": "kafka", "sasl_plaintext": "kafka", "ssl": "kafka+ssl",
                      "sasl_ssl": "kafka+ssl"}  # fmt: skip
@@ -86,6 +87,9 @@ class SourceOptions:
     include_headers: bool = False
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
+    # The limits count Pulsar entries (maxEntriesPerTrigger, the Pulsar connector's), not
+    # messages: a producer batch is one entry of many messages.
+    limits_count_entries: bool = False
     max_trigger_delay_ms: int = 15 * 60_000
     min_partitions: int | None = None
     max_records_per_partition: int | None = 1_000_000
@@ -128,10 +132,7 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
         raise SourceOptionError("startingOffsetsByTimestampStrategy", "expected error or latest")
     if "polltimeoutms" not in options and "kafkaconsumer.polltimeoutms" in options:
         options["polltimeoutms"] = options["kafkaconsumer.polltimeoutms"]
-    min_rows = _positive(options, "minOffsetsPerTrigger")
-    max_rows = _positive(options, "maxOffsetsPerTrigger")
-    if min_rows is not None and max_rows is not None and min_rows > max_rows:
-        raise SourceOptionError("minOffsetsPerTrigger", f"{min_rows} > maxOffsetsPerTrigger")
+    min_rows, max_rows, in_entries = _read_limits(options, protocol)
     return SourceOptions(
         url=url,
         protocol=protocol,
@@ -144,6 +145,7 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
         include_headers=_bool(options, "includeHeaders", False),
         max_offsets_per_trigger=max_rows,
         min_offsets_per_trigger=min_rows,
+        limits_count_entries=in_entries,
         max_trigger_delay_ms=_duration(options, "maxTriggerDelay", 15 * 60_000),
         min_partitions=_positive(options, "minPartitions"),
         max_records_per_partition=_positive(options, "maxRecordsPerPartition", 1_000_000),
@@ -151,6 +153,30 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
         receiver_queue_size=_positive(options, "receiverQueueSize", 2000) or 2000,
         batch_rows=_positive(options, "batchRows", 10_000) or 10_000,
     )
+
+
+def _read_limits(
+    options: dict[str, str], protocol: Protocol
+) -> tuple[int | None, int | None, bool]:
+    """(min, max, counted in entries) of a micro-batch: ``min/maxOffsetsPerTrigger`` count
+    messages (rows) on both brokers; ``min/maxEntriesPerTrigger`` count Pulsar entries."""
+    by_entries = [name for name in ("maxEntriesPerTrigger", "minEntriesPerTrigger")
+                  if name.lower() in options]  # fmt: skip
+    if by_entries and protocol is not Protocol.PULSAR:
+        raise SourceOptionError(
+            by_entries[0], "counts Pulsar entries: on Kafka use maxOffsetsPerTrigger"
+        )
+    family = "EntriesPerTrigger" if by_entries else "OffsetsPerTrigger"
+    if by_entries and any(f"{m}offsetspertrigger" in options for m in ("min", "max")):
+        raise SourceOptionError(
+            by_entries[0], "counts entries, minOffsetsPerTrigger / maxOffsetsPerTrigger "
+            "messages: give one kind of limit",
+        )  # fmt: skip
+    min_rows = _positive(options, "min" + family)
+    max_rows = _positive(options, "max" + family)
+    if min_rows is not None and max_rows is not None and min_rows > max_rows:
+        raise SourceOptionError("min" + family, f"{min_rows} > max{family}")
+    return min_rows, max_rows, bool(by_entries)
 
 
 # -- connection -------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from msgclient.spark.errors import SourceOptionError, report_data_loss
 from msgclient.spark.metadata import (
     PROBE_MS,
     TopicPartition,
+    after_messages,
     discover,
     ends,
     first_after,
@@ -123,24 +124,74 @@ async def next_end(
     if max_units is None and min_units is None:
         return end
     async with client_for(options) as client:
-        anchors = await asyncio.gather(*(_anchor(client, tp, start.get(tp), end[tp]) for tp in end))
-    backlog: dict[TopicPartition, int] = {}
-    for tp, anchor in zip(end, anchors, strict=True):
-        units = distance(anchor, end[tp])
-        # Unknown (another Pulsar ledger): at least the whole limit, for all we know.
-        backlog[tp] = units if units is not None else (max_units or min_units or 1)
+        anchors = dict(
+            zip(
+                end,
+                await asyncio.gather(*(_anchor(client, tp, start.get(tp), end[tp]) for tp in end)),
+                strict=True,
+            )
+        )
+        backlog: dict[TopicPartition, int] = {}
+        for tp, anchor in anchors.items():
+            units = distance(anchor, end[tp])
+            # Unknown (another Pulsar ledger): at least the whole limit, for all we know.
+            backlog[tp] = units if units is not None else (max_units or min_units or 1)
+        if options.protocol is Protocol.PULSAR and not options.limits_count_entries:
+            return await _limit_messages(
+                client, options, start, end, anchors, backlog, max_units, min_units
+            )
     if min_units is not None and sum(backlog.values()) < min_units:
         return {tp: start[tp] for tp in end if tp in start}
     if max_units is None:
         return end
     shares = split(max_units, backlog)
     limited: Offsets = {}
-    for (tp, top), anchor in zip(end.items(), anchors, strict=True):
+    for tp, top in end.items():
         if shares[tp] == 0:
             if tp in start:
                 limited[tp] = start[tp]
             continue
-        limited[tp] = earliest(top, advance(anchor, shares[tp]))
+        limited[tp] = earliest(top, advance(anchors[tp], shares[tp]))
+    return limited
+
+
+async def _limit_messages(
+    client: msgclient.Client,
+    options: SourceOptions,
+    start: Offsets,
+    end: Offsets,
+    anchors: Offsets,
+    backlog: dict[TopicPartition, int],
+    max_units: int | None,
+    min_units: int | None,
+) -> Offsets:
+    """``next_end``'s limits counting Pulsar messages, which only reading tells: the
+    minimum by reading until that many are seen, each partition's share of the maximum
+    (in proportion to its backlog of entries) by reading that many from its anchor; the
+    end may then fall inside an entry, at a batch index."""
+    probe = _probe_ms(options)
+    if min_units is not None:
+        seen = 0
+        for tp in end:
+            if seen >= min_units:
+                break
+            _, count = await after_messages(
+                client, tp, anchors[tp], end[tp], min_units - seen, probe
+            )
+            seen += count
+        if seen < min_units:
+            return {tp: start[tp] for tp in end if tp in start}
+    if max_units is None:
+        return end
+    # Entries are all a planner knows of a backlog: the messages are shared by them.
+    shares = {tp: share for tp, share in share_out(max_units, backlog).items() if share}
+    walked = await asyncio.gather(
+        *(after_messages(client, tp, anchors[tp], end[tp], n, probe) for tp, n in shares.items())
+    )
+    limited: Offsets = {tp: start[tp] for tp in end if tp in start}
+    for tp, (position, count) in zip(shares, walked, strict=True):
+        if count:
+            limited[tp] = position
     return limited
 
 
@@ -162,10 +213,18 @@ def stream_ranges(options: SourceOptions, start: Offsets, end: Offsets) -> list[
 def split(limit: int, backlog: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
     """``limit`` units shared in proportion to each backlog, summing to exactly
     ``min(limit, total)`` (largest remainders get the units left over)."""
-    total = sum(backlog.values())
-    if total <= limit:
+    if sum(backlog.values()) <= limit:
         return dict(backlog)
-    exact = {tp: limit * units / total for tp, units in backlog.items()}
+    return share_out(limit, backlog)
+
+
+def share_out(limit: int, weights: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """``limit`` units shared in proportion to ``weights``, summing to exactly ``limit``
+    (largest remainders get the units left over); none if every weight is 0."""
+    total = sum(weights.values())
+    if not total:
+        return dict.fromkeys(weights, 0)
+    exact = {tp: limit * units / total for tp, units in weights.items()}
     shares = {tp: math.floor(value) for tp, value in exact.items()}
     left = limit - sum(shares.values())
     for tp in sorted(exact, key=lambda tp: (shares[tp] - exact[tp], tp))[:left]:

@@ -174,6 +174,8 @@ def reader_start(
         return InitialPosition.Earliest, False
     if isinstance(position, int):
         return KafkaMessageId(topic, partition, position), True
+    if position.entry < 0:  # before the ledger's first entry (pulsar-lite refuses entry -1)
+        return PulsarMessageId(position.ledger, 0, -1, -1), True
     # The broker starts at the id's entry; whoever reads drops what ``covers`` says.
     return PulsarMessageId(position.ledger, position.entry, -1, position.batch), False
 

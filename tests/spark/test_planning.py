@@ -78,9 +78,35 @@ def test_pulsar_batches_end_at_their_last_message(pulsar_broker: PulsarBroker, t
     assert read_all(options, run(plan_batch(options))) == [s.value for s in sent[3:8]]
 
 
-def test_pulsar_read_limits_count_entries(pulsar_broker: PulsarBroker, topic: str) -> None:
+def test_pulsar_read_limits_count_messages(pulsar_broker: PulsarBroker, topic: str) -> None:
+    """maxOffsetsPerTrigger counts messages: a micro-batch may end inside an entry."""
     sent = produce(pulsar_broker.service_url, topic, 23, **BATCHED)
     options = parse_options({"url": pulsar_broker.service_url, "topic": topic}, True)
+    tp = TopicPartition(topic, 0)
+    latest = run(latest_offsets(options))
+    end = run(next_end(options, {tp: PULSAR_EARLIEST}, latest, 7, None))
+    assert end[tp].batch == 1  # type: ignore[union-attr]  # the 2nd message of the 2nd batch
+    assert read_all(options, [PartitionRange(tp, PULSAR_EARLIEST, end[tp])]) == [
+        s.value for s in sent[:7]
+    ]
+    middle = run(next_end(options, end, latest, 10, None))
+    assert read_all(options, [PartitionRange(tp, end[tp], middle[tp])]) == [
+        s.value for s in sent[7:17]
+    ]
+    rest = run(next_end(options, middle, latest, 100, None))  # past the end: stops there
+    assert read_all(options, [PartitionRange(tp, middle[tp], rest[tp])]) == [
+        s.value for s in sent[17:]
+    ]
+    # minOffsetsPerTrigger counts messages too: 6 left, so 7 wait.
+    assert run(next_end(options, middle, latest, None, 7)) == middle
+    assert run(next_end(options, middle, latest, None, 6)) == latest
+
+
+def test_pulsar_entry_limits_count_entries(pulsar_broker: PulsarBroker, topic: str) -> None:
+    sent = produce(pulsar_broker.service_url, topic, 23, **BATCHED)
+    options = parse_options(
+        {"url": pulsar_broker.service_url, "topic": topic, "maxEntriesPerTrigger": "2"}, True
+    )
     tp = TopicPartition(topic, 0)
     latest = run(latest_offsets(options))
     end = run(next_end(options, {tp: PULSAR_EARLIEST}, latest, 2, None))

@@ -69,6 +69,40 @@ def test_read_limits_and_restart_from_the_checkpoint(
     assert sorted(bytes(r.value) for r in replay.rows[4]) == [b"v32", b"v33"]
 
 
+def test_max_offsets_per_trigger_counts_messages_on_a_batched_pulsar_topic(
+    spark: Any, pulsar_broker: PulsarBroker, topic: str, tmp_path: Path
+) -> None:
+    """A producer batch is one entry of many messages: maxOffsetsPerTrigger bounds the
+    rows of a micro-batch all the same (a micro-batch ends inside an entry, by batch
+    index); maxEntriesPerTrigger keeps counting entries."""
+    url = pulsar_broker.service_url
+    sent = produce(
+        url,
+        topic,
+        1000,
+        batching_enabled=True,
+        batching_max_messages=100,
+        batching_max_publish_delay_ms=100,
+    )
+    entries: dict[tuple[int, int], int] = {}  # in order: messages of each entry
+    for s in sent:
+        entry = (s.message_id.ledger_id, s.message_id.entry_id)  # type: ignore[attr-defined]
+        entries[entry] = entries.get(entry, 0) + 1
+    assert len(entries) <= 20, entries  # batched: 50+ messages an entry
+    options = {"url": url, "subscribe": topic, "startingOffsets": "earliest"}
+    by_messages = run_available_now(
+        spark, {**options, "maxOffsetsPerTrigger": "150"}, str(tmp_path / "messages")
+    )
+    assert by_messages.sizes() == [150] * 6 + [100]
+    assert sorted(by_messages.values()) == sorted(s.value for s in sent)  # each row once
+    by_entries = run_available_now(
+        spark, {**options, "maxEntriesPerTrigger": "3"}, str(tmp_path / "entries")
+    )
+    sizes = list(entries.values())
+    assert by_entries.sizes() == [sum(sizes[i : i + 3]) for i in range(0, len(sizes), 3)]
+    assert sorted(by_entries.values()) == sorted(s.value for s in sent)
+
+
 def test_latest_start_reads_what_comes_after(
     spark: Any, pulsar_broker: PulsarBroker, topic: str, tmp_path: Path
 ) -> None:
