@@ -40,10 +40,13 @@ async def test_kafka_python_reads_exactly_what_send_many_wrote(
     kafka_broker: KafkaBroker, topic: str, codec: msgclient.CompressionType
 ) -> None:
     await create_topic(kafka_broker.bootstrap_servers, topic, 3)
-    values = varied(3000)
+    # varied sizes, then values of one size (the path that lays records out without a
+    # step per value), each over several batches
+    values = varied(3000) + [b"u%05d" % i for i in range(3000)]
     async with msgclient.Client(kafka_broker.service_url) as client:
         producer = await client.create_producer(topic, compression_type=codec)
-        ids = await within(producer.send_many(values))
+        ids = await within(producer.send_many(values[:3000]))
+        ids = [*ids, *await within(producer.send_many(values[3000:]))]
     assert len(ids) == len(values)
     records = await read(kafka_broker.bootstrap_servers, topic, len(values))
     stored = {(r.partition, r.offset): r for r in records}

@@ -36,11 +36,15 @@ async def test_the_official_client_reads_exactly_what_send_many_wrote(
     keys: list[str | bytes | None] = [None] * len(values)
     keys[10] = "str-key"
     keys[11] = b"\x00\xff bytes key"
+    uniform: list[bytes | None] = [b"u%05d" % i for i in range(2500)]  # one size: cut by arithmetic
     with official_client(url) as official:
         consumer = subscribe(official, topic)
         async with msgclient.Client(url) as client:
             producer = await client.create_producer(topic, compression_type=codec)
             ids = await within(producer.send_many(values, keys=keys))
+            ids = [*ids, *await within(producer.send_many(uniform))]
+        values += uniform
+        keys += [None] * len(uniform)
         received = await receive(consumer, len(values))
         await assert_nothing_more(consumer)
     assert len(ids) == len(values)
