@@ -313,11 +313,16 @@ class Producer(Closing):
         keys: Sequence[str | bytes | None] | None = None,
         properties: Sequence[Mapping[str, str] | None] | None = None,
         event_timestamps: Sequence[int | None] | None = None,
+        partition: int | None = None,
     ) -> SentMessages:
         """As the async ``send_many``: every value confirmed when it returns."""
         return self._runner.run(
             self._producer.send_many(
-                values, keys=keys, properties=properties, event_timestamps=event_timestamps
+                values,
+                keys=keys,
+                properties=properties,
+                event_timestamps=event_timestamps,
+                partition=partition,
             )
         )
 

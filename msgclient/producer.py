@@ -191,6 +191,7 @@ class Producer(AsyncClosing):
         keys: Sequence[str | bytes | None] | None = None,
         properties: Sequence[Mapping[str, str] | None] | None = None,
         event_timestamps: Sequence[int | None] | None = None,
+        partition: int | None = None,
     ) -> SentMessages:
         """Send ``values`` (None: a null value), with ``keys``, ``properties`` (Kafka
         headers) and ``event_timestamps`` (ms) if given, a column each (None in one: that
@@ -206,6 +207,8 @@ class Producer(AsyncClosing):
         its sequence numbers, as any batch. If a batch fails, the call raises its error
         once every batch is settled; the others may be stored. Returns the messages' ids
         in the order of ``values``, made when read. In a transaction as ``send_async``.
+        ``partition``: every value to this partition of a partitioned topic (0 on a topic
+        of one), whatever the keys and the routing mode say.
         """
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
@@ -214,7 +217,17 @@ class Producer(AsyncClosing):
             raise NotSupportedError(
                 "send_many is not supported on this protocol yet; send each message with send_async"
             )
-        if self._options.message_routing_mode is PartitionsRoutingMode.CustomPartition:
+        if partition is not None and not (
+            type(partition) is int and 0 <= partition < len(partitions)
+        ):
+            raise InvalidConfigurationError(
+                f"send_many: partition={partition!r}, but {self.topic} has "
+                f"{len(partitions)} partition(s), 0 to {len(partitions) - 1}"
+            )
+        if (
+            partition is None
+            and self._options.message_routing_mode is PartitionsRoutingMode.CustomPartition
+        ):
             raise NotSupportedError(
                 "send_many with message_routing_mode=CustomPartition: the message_router "
                 "takes a message, and send_many makes none; use send_async"
@@ -240,14 +253,17 @@ class Producer(AsyncClosing):
         max_count = options.batching_max_messages if options.batching_enabled else 1
         max_bytes = min(options.batching_max_allowed_size_in_bytes, size_limit)
         batches: list[tuple[int, Sequence[int] | range, ValueColumns, int]] = []
-        if checked_keys is None:
+        if checked_keys is None or partition is not None:
             cuts = (
                 _cuts(values, max_count, max_bytes)
                 if uniform_size is None
                 else _uniform_cuts(count, uniform_size, max_count, max_bytes)
             )
             for start, end, size in cuts:
-                index = 0 if self._router is None else self._router(_chunk_probe(size))
+                if partition is not None:
+                    index = partition
+                else:
+                    index = 0 if self._router is None else self._router(_chunk_probe(size))
                 taken: Sequence[int] | range = range(start, end)
                 batches.append((index, taken, records.part(taken), size))
         else:

@@ -7,6 +7,7 @@ same thing, so that a job ports by changing its format name; every error names t
 from __future__ import annotations
 
 import difflib
+import enum
 import json
 import logging
 import re
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 import attrs
 
+from msgclient import options as msgclient_options
 from msgclient.errors import InvalidConfigurationError
 from msgclient.options import ClientOptions
 from msgclient.spark.errors import SourceOptionError
@@ -102,7 +104,7 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
     """Check and parse the options of a batch (``streaming=False``) or streaming read
     (None: either, for the schema)."""
     options = {str(k).lower(): str(v) for k, v in raw.items()}
-    client_options = _client_options(options)
+    client_options = client_options_of(options)
     unknown = sorted(k for k in options if k not in _CANONICAL and not k.startswith(CLIENT_PREFIX))
     if unknown:
         close = difflib.get_close_matches(unknown[0], _CANONICAL, n=1, cutoff=0.8)
@@ -114,9 +116,9 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
     for name in IGNORED:
         if name.lower() in options:
             log.info("msgclient source: option %s has no meaning here and is ignored", name)
-    url = _url(options)
+    url = url_of(options)
     protocol = Protocol.of_url(url)
-    _check_client_options(client_options)
+    check_client_options(client_options)
     starting = _starting(options, protocol, streaming)
     ending = _offsets(options, "endingOffsets", protocol, "latest")
     if streaming and "endingoffsets" in options:
@@ -141,8 +143,8 @@ def parse_options(raw: Mapping[str, str], streaming: bool | None) -> SourceOptio
         starting=starting,
         ending=ending,
         timestamp_strategy="latest" if strategy == "latest" else "error",
-        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
-        include_headers=_bool(options, "includeHeaders", False),
+        fail_on_data_loss=bool_option(options, "failOnDataLoss", True),
+        include_headers=bool_option(options, "includeHeaders", False),
         max_offsets_per_trigger=max_rows,
         min_offsets_per_trigger=min_rows,
         limits_count_entries=in_entries,
@@ -182,7 +184,7 @@ def _read_limits(
 # -- connection -------------------------------------------------------------------------
 
 
-def _url(options: dict[str, str]) -> str:
+def url_of(options: dict[str, str]) -> str:
     given = {name: options[name.lower()] for name in URL_OPTIONS if name.lower() in options}
     if not given:
         raise SourceOptionError(
@@ -204,18 +206,28 @@ def _url(options: dict[str, str]) -> str:
     return value
 
 
-def _client_options(options: dict[str, str]) -> dict[str, Any]:
-    """``client.<name>`` options, typed as ``ClientOptions`` declares them, plus the
-    Kafka consumer settings that have a client option of the same meaning."""
-    fields = {f.name.lower(): f for f in attrs.fields(ClientOptions)}
+def prefixed_options(
+    options: dict[str, str], prefix: str, kind: type[Any], what: str
+) -> dict[str, Any]:
+    """``<prefix><name>`` options, typed as the options class ``kind`` (``what``: "Client",
+    "Producer") declares them, an enum by its member's name; a name it lacks, or a type no
+    text can give, is an error."""
+    fields = {f.name.lower(): f for f in attrs.fields(kind)}
     result: dict[str, Any] = {}
     for key, text in options.items():
-        if not key.startswith(CLIENT_PREFIX):
+        if not key.startswith(prefix):
             continue
-        attribute = fields.get(key[len(CLIENT_PREFIX) :])
+        attribute = fields.get(key[len(prefix) :])
         if attribute is None:
-            raise SourceOptionError(key, f"not a Client option; valid: {', '.join(fields)}")
+            raise SourceOptionError(key, f"not a {what} option; valid: {', '.join(fields)}")
         result[attribute.name] = _typed(key, text, str(attribute.type))
+    return result
+
+
+def client_options_of(options: dict[str, str]) -> dict[str, Any]:
+    """``client.<name>`` options, typed as ``ClientOptions`` declares them, plus the
+    Kafka settings that have a client option of the same meaning."""
+    result = prefixed_options(options, CLIENT_PREFIX, ClientOptions, "Client")
     if "kafka.client.id" in options:
         result["client_id"] = options["kafka.client.id"]
     if "kafka.sasl.mechanism" in options:
@@ -229,7 +241,7 @@ def _client_options(options: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def _check_client_options(client_options: dict[str, Any]) -> None:
+def check_client_options(client_options: dict[str, Any]) -> None:
     try:
         build(ClientOptions, "client", client_options)
     except InvalidConfigurationError as error:
@@ -245,7 +257,17 @@ def _typed(option: str, text: str, kind: str) -> Any:
         return _number(option, text, int)
     if kind.startswith("float"):
         return _number(option, text, float)
-    return text
+    if kind.startswith("str"):
+        return text
+    named = getattr(msgclient_options, kind, None)
+    if isinstance(named, type) and issubclass(named, enum.Enum):
+        member = named.__members__.get(text.strip()) or named.__members__.get(text.strip().upper())
+        if member is None:
+            raise SourceOptionError(
+                option, f"{text!r} is not one of {', '.join(named.__members__)}"
+            )
+        return member
+    raise SourceOptionError(option, f"a {kind} cannot be given as text: pass it in code")
 
 
 # -- topics and offsets ---------------------------------------------------------------
@@ -344,7 +366,7 @@ def _is_index(value: object) -> bool:
 # -- scalars ---------------------------------------------------------------------------
 
 
-def _bool(options: dict[str, str], name: str, default: bool) -> bool:
+def bool_option(options: dict[str, str], name: str, default: bool) -> bool:
     text = options.get(name.lower())
     return default if text is None else _parse_bool(name, text)
 

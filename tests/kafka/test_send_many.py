@@ -408,3 +408,24 @@ async def test_every_bulk_call_ends_when_the_broker_restarts(
     for call in begun_after_restart:
         assert set(range(call * per_call, (call + 1) * per_call)) <= set(stored)
     assert len(producer_ids) >= 2, producer_ids  # the restart happened under the calls
+
+
+async def test_an_explicit_partition_takes_every_value(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    await create_topic(kafka_broker.bootstrap_servers, topic, 3)
+    values: list[bytes | None] = [b"%d" % i for i in range(500)]
+    keys: list[str | bytes | None] = [f"k{i % 7}" for i in range(500)]  # they would spread
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic)
+        ids = await within(producer.send_many(values, keys=keys, partition=2))
+        with pytest.raises(msgclient.InvalidConfigurationError, match=r"partition=3.*3 partition"):
+            await producer.send_many([b"x"], partition=3)
+        with pytest.raises(msgclient.InvalidConfigurationError, match="partition=-1"):
+            await producer.send_many([b"x"], partition=-1)
+    assert {i.partition for i in ids} == {2}  # type: ignore[attr-defined]
+    records = await read(kafka_broker.bootstrap_servers, topic, 500)
+    assert [(r.partition, r.value, r.key) for r in sorted(records, key=lambda r: r.offset)] == [
+        (2, v, k.encode())
+        for v, k in zip(values, keys, strict=True)  # type: ignore[union-attr]
+    ]

@@ -127,3 +127,18 @@ async def test_properties_and_event_timestamps_as_columns(
         assert message.data() == values[i]
         assert message.properties() == (props[i] or {})
         assert message.event_timestamp() == (stamps[i] or 0)
+
+
+async def test_an_explicit_partition_takes_every_value(
+    make_pulsar_broker: Callable[..., PulsarBroker], topic: str
+) -> None:
+    broker = make_pulsar_broker(partitioned_topics={topic: 3})
+    keys: list[str | bytes | None] = [f"user-{i % 23}" for i in range(200)]
+    async with msgclient.Client(broker.service_url) as client:
+        producer = await client.create_producer(topic)
+        ids = await within(
+            producer.send_many([b"%d" % i for i in range(200)], keys=keys, partition=1)
+        )
+        with pytest.raises(msgclient.InvalidConfigurationError, match="partition=3"):
+            await producer.send_many([b"x"], partition=3)
+    assert {i.partition for i in ids} == {1}  # type: ignore[attr-defined]
