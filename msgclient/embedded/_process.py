@@ -8,7 +8,6 @@ cleanly (SIGKILL, ``os._exit``).
 from __future__ import annotations
 
 import atexit
-import ctypes
 import functools
 import os
 import signal
@@ -16,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -94,14 +93,13 @@ class BrokerProcess:
         with self.log_path.open("ab") as log:
             self._popen = _spawner.submit(
                 subprocess.Popen,
-                self._argv,
+                _dying_with_parent(self._argv),
                 cwd=self._cwd,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent_hook(),
             ).result()
         _running.add(self)
         try:
@@ -180,15 +178,21 @@ def _stop_all() -> None:
         process.stop()
 
 
-def _die_with_parent_hook() -> Callable[[], None] | None:
+# The parent-death signal is set by a small Python launcher that then execs the broker
+# (same pid; the signal survives exec), not by a preexec_fn: a fork with a preexec_fn from
+# a thread other than the main one made PySpark's py4j gateway answer the main thread from
+# a new JVM thread afterwards, one with no active SparkSession, where writeStream could no
+# longer find a Python data source (measured with Spark 4.3 and both embedded brokers).
+_LAUNCHER = f"""
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl({_PR_SET_PDEATHSIG}, signal.SIGTERM)
+if os.getppid() != int(sys.argv[1]):  # the parent died before prctl took effect
+    os._exit(1)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def _dying_with_parent(argv: list[str]) -> list[str]:
     if sys.platform != "linux":
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child must not load libraries
-    parent_pid = os.getpid()
-
-    def die_with_parent() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return die_with_parent
+        return argv
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), *argv]
