@@ -1,4 +1,5 @@
-"""The source's errors: each names the option, topic or range it is about."""
+"""The source's and the sink's errors: each names the option, column, topic or range it
+is about."""
 
 from __future__ import annotations
 
@@ -15,6 +16,17 @@ class SourceOptionError(InvalidConfigurationError):
     def __init__(self, option: str, problem: str) -> None:
         super().__init__(f"msgclient source option {option!r}: {problem}")
         self.option = option
+        self.problem = problem
+
+
+class SinkOptionError(InvalidConfigurationError):
+    """An option of ``df.write.format("msgclient")`` is missing, unknown or malformed, or
+    a column of the DataFrame written has a type the sink cannot write."""
+
+    def __init__(self, option: str, problem: str) -> None:
+        super().__init__(f"msgclient sink option {option!r}: {problem}")
+        self.option = option
+        self.problem = problem
 
 
 class DataLossError(MsgClientError):

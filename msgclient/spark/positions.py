@@ -43,7 +43,7 @@ class Protocol(enum.Enum):
             return cls.PULSAR
         raise SourceOptionError(
             "url",
-            f"{url!r}: the msgclient source reads pulsar://, pulsar+ssl://, kafka:// "
+            f"{url!r}: the msgclient data source takes pulsar://, pulsar+ssl://, kafka:// "
             "and kafka+ssl:// URLs",
         )
 

@@ -1,4 +1,5 @@
-"""The Spark data source ``msgclient``: batch and streaming readers (pyspark >= 4.2).
+"""The Spark data source ``msgclient``: batch and streaming readers (pyspark >= 4.2), and
+the writers of ``sink``.
 
 Spark pickles the readers to its Python workers, so they hold only parsed options and
 plain offsets; clients open inside each call or each ``read`` and close before it returns.
@@ -42,6 +43,8 @@ from msgclient.spark.planning import (
     stream_ranges,
 )
 from msgclient.spark.positions import earliest, from_json, to_json
+from msgclient.spark.sink import BatchWriter, StreamWriter
+from msgclient.spark.sink_options import input_columns, parse_sink_options
 
 log = logging.getLogger("msgclient.spark")
 
@@ -68,6 +71,16 @@ class MsgClientDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> StreamReader:
         return StreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: Any, overwrite: bool) -> BatchWriter:
+        # Checked on the driver as Spark plans the write: a bad option or column fails
+        # it before any task runs.
+        options = parse_sink_options(self.options, overwrite)
+        return BatchWriter(options, input_columns(schema, options))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> StreamWriter:
+        options = parse_sink_options(self.options, overwrite)
+        return StreamWriter(options, input_columns(schema, options))
 
 
 class RangePartition(InputPartition):

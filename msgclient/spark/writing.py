@@ -1,0 +1,188 @@
+"""The sink's executor side: Arrow batches of rows in, ``send_many`` calls out.
+
+One client per connection and one producer per topic live as long as the executor's
+Python worker, which Spark reuses from task to task: a task pays no connection or
+producer registration. A task's rows are written in its order, each Arrow batch with one
+``send_many`` per (topic, partition) it holds, and the task returns only when the broker
+has confirmed every row; a failed send fails the task with its error, and the producer
+that failed is dropped (the next task makes a new one).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from msgclient import blocking
+from msgclient.errors import MsgClientError
+from msgclient.spark.positions import Protocol
+from msgclient.spark.sink_options import InputColumns, SinkOptions
+
+Target = tuple[str, int | None]  # topic, partition (None: the producer routes)
+
+_lock = threading.Lock()
+_clients: dict[tuple[str, str], blocking.Client] = {}
+_producers: dict[tuple[str, str, str, str], blocking.Producer] = {}
+
+
+def write_rows(
+    options: SinkOptions, columns: InputColumns, batches: Iterator[pa.RecordBatch]
+) -> int:
+    """Send the rows of ``batches``; how many were written (all confirmed)."""
+    written = 0
+    for batch in batches:
+        for (topic, partition), rows in _by_target(batch, options, columns):
+            producer = _producer(options, topic)
+            try:
+                producer.send_many(
+                    _values(rows.column("value")),
+                    keys=_keys(rows.column("key"), options) if columns.key else None,
+                    properties=_properties(rows.column("headers"), options)
+                    if columns.headers
+                    else None,
+                    partition=partition,
+                )
+            except MsgClientError:
+                _drop(options, topic)
+                raise
+        written += batch.num_rows
+    return written
+
+
+# -- rows to columns ---------------------------------------------------------------------
+
+
+def _by_target(
+    batch: pa.RecordBatch, options: SinkOptions, columns: InputColumns
+) -> Iterator[tuple[Target, pa.RecordBatch]]:
+    """The rows of each (topic, partition) of ``batch``, in their order within each."""
+    if not columns.topic and not columns.partition:
+        assert options.topic is not None
+        yield (options.topic, None), batch
+        return
+    topics = batch.column("topic") if columns.topic else None
+    if topics is not None and topics.null_count:
+        row = topics.is_null().index(True).as_py()
+        raise MsgClientError(f"msgclient sink: row {row} of a batch has a null topic")
+    keys = pa.table(
+        {
+            "topic": topics if topics is not None else pa.nulls(batch.num_rows, pa.string()),
+            "partition": batch.column("partition")
+            if columns.partition
+            else pa.nulls(batch.num_rows, pa.int32()),
+        }
+    )
+    for group in keys.group_by(["topic", "partition"]).aggregate([]).to_pylist():
+        topic = group["topic"] if topics is not None else options.topic
+        assert topic is not None
+        mask = _equal(keys.column("topic"), group["topic"])
+        mask = pc.and_(mask, _equal(keys.column("partition"), group["partition"]))
+        yield (topic, group["partition"]), batch.filter(mask)
+
+
+def _equal(column: pa.ChunkedArray, value: object) -> pa.ChunkedArray:
+    return column.is_null() if value is None else pc.fill_null(pc.equal(column, value), False)
+
+
+def _values(column: pa.Array) -> Sequence[bytes | None]:
+    values: list[bytes | None] = column.cast(pa.binary()).to_pylist()
+    return values
+
+
+def _keys(column: pa.Array, options: SinkOptions) -> Sequence[str | bytes | None]:
+    keys: list[str | bytes | None] = column.to_pylist()
+    if options.protocol is Protocol.PULSAR and column.type == pa.binary():
+        # A Pulsar key is text, and bytes go base64-encoded as Java's keyBytes: a binary
+        # key (the source's column, Spark's Kafka schema) that is UTF-8 is sent as text,
+        # so that a copy keeps its keys (and Key_Shared hashes the same).
+        return [_as_text(key) for key in keys]
+    return keys
+
+
+def _as_text(key: str | bytes | None) -> str | bytes | None:
+    if isinstance(key, bytes):
+        try:
+            return key.decode("utf-8")
+        except UnicodeDecodeError:
+            return key
+    return key
+
+
+def _properties(column: pa.Array, options: SinkOptions) -> list[Mapping[str, str] | None]:
+    """Kafka headers as msgclient keeps them (text; bytes that are not UTF-8 as surrogates,
+    written back as the same bytes); Pulsar properties must be UTF-8 text."""
+    errors = "surrogateescape" if options.protocol is Protocol.KAFKA else "strict"
+    result: list[Mapping[str, str] | None] = []
+    for headers in column.to_pylist():
+        if not headers:
+            result.append(None)
+            continue
+        try:
+            result.append({h["key"]: _text(h["value"], errors) for h in headers})
+        except UnicodeDecodeError as error:
+            raise MsgClientError(
+                f"msgclient sink: a header value is not UTF-8 text ({error}); Pulsar "
+                "properties are text"
+            ) from None
+    return result
+
+
+def _text(value: bytes | str | None, errors: str) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else value.decode("utf-8", errors)
+
+
+# -- clients and producers of this process -----------------------------------------------
+
+
+def _producer(options: SinkOptions, topic: str) -> blocking.Producer:
+    key = _producer_key(options, topic)
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            producer = _client(options).create_producer(topic, **options.producer_options)
+            _producers[key] = producer
+        return producer
+
+
+def _client(options: SinkOptions) -> blocking.Client:
+    key = (options.url, repr(sorted(options.client_options.items())))
+    client = _clients.get(key)
+    if client is None:
+        client = _clients[key] = blocking.Client(options.url, **options.client_options)
+    return client
+
+
+def _producer_key(options: SinkOptions, topic: str) -> tuple[str, str, str, str]:
+    return (
+        options.url,
+        repr(sorted(options.client_options.items())),
+        topic,
+        repr(sorted(options.producer_options.items())),
+    )
+
+
+def _drop(options: SinkOptions, topic: str) -> None:
+    with _lock:
+        producer = _producers.pop(_producer_key(options, topic), None)
+    if producer is not None:
+        with contextlib.suppress(MsgClientError):  # it failed already: a new one comes next
+            producer.close()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Every row was confirmed before its task ended: closing loses nothing."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+        _producers.clear()
+    for client in clients:
+        with contextlib.suppress(Exception):  # the interpreter is exiting
+            client.close()
