@@ -1,11 +1,16 @@
-"""A Spark streaming pipeline on msgclient: clicks per user and per second, counted live.
+"""A Spark streaming pipeline on msgclient: clicks per user and per second, counted live and
+written back to a topic.
 
 Starts an embedded broker (pulsar-lite, or tansu with --broker kafka) unless --url names
 one, and a Spark job (local[2]; Java is found, or brought by the spark extra) that streams
-the topic through ``spark.readStream.format("msgclient")`` into an aggregate: per user and
-per one-second window of publish time, the number of clicks and their bytes. msgclient
-produces a sample stream meanwhile; at the end the aggregate is printed and checked
-against what was produced. Ctrl-C stops everything cleanly.
+the clicks topic through ``spark.readStream.format("msgclient")`` into an aggregate (per
+user and per one-second window of event time: the number of clicks and their bytes) and
+writes each window's rows, once the window is over (a watermark), to an output topic
+through ``writeStream.format("msgclient")``, keyed by window and user. msgclient produces
+a sample stream meanwhile, then a last "tick" a few seconds later that moves the
+watermark past the last clicks' windows; at the end msgclient reads the output topic back,
+and the totals there are checked against what was produced. Ctrl-C stops everything
+cleanly.
 
     python examples/spark_pipeline.py [--broker pulsar|kafka] [--url URL] [--messages N]
 """
@@ -28,6 +33,8 @@ import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
 
 USERS = [f"user-{n}" for n in range(5)]
+TICK = "tick"  # the key of the message that closes the last windows (not a click)
+WATERMARK_DELAY = "1 second"  # how late a click may come and still be counted
 PAGES = ["/", "/cart", "/checkout", "/search?q=spark", "/product/42"]
 
 
@@ -74,13 +81,19 @@ def produce(
                     if ahead > 0:
                         await asyncio.sleep(ahead)
             await producer.flush()
+            if not stop.is_set():
+                # Event time moves on only with new messages: a tick past the watermark
+                # delay closes the windows of the last clicks.
+                await asyncio.sleep(3)
+                await producer.send(b"{}", partition_key=TICK)
             await producer.close()
 
     asyncio.run(send())
 
 
-def aggregate(spark: Any, url: str, topic: str, checkpoint: str) -> Any:
-    """The streaming query: per user and second, clicks and bytes, into a memory table."""
+def aggregate(spark: Any, url: str, topic: str, output: str, checkpoint: str) -> Any:
+    """The streaming query: per user and second, clicks and bytes, each window's rows
+    written to ``output`` once it is closed (append mode), keyed by window and user."""
     from pyspark.sql import functions as F
 
     clicks = (
@@ -90,44 +103,77 @@ def aggregate(spark: Any, url: str, topic: str, checkpoint: str) -> Any:
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", "20000")
         .load()
+        # The tick is aggregated like a click (a filter would be pushed below the
+        # watermark, which would then never pass the last clicks); its own window stays
+        # open, so it never reaches the output.
+        .withWatermark("timestamp", WATERMARK_DELAY)
     )
     per_user = clicks.groupBy(
         F.window("timestamp", "1 second").alias("window"),
         F.col("key").cast("string").alias("user"),
     ).agg(F.count("*").alias("clicks"), F.sum(F.length("value")).alias("bytes"))
+    rows = per_user.select(
+        F.concat_ws(" ", F.date_format("window.start", "HH:mm:ss"), "user").alias("key"),
+        F.to_json(F.struct("clicks", "bytes")).alias("value"),
+    )
     return (
-        per_user.writeStream.outputMode("complete")
-        .format("memory")
-        .queryName("clicks_per_user")
+        rows.writeStream.outputMode("append")
+        .format("msgclient")
+        .option("url", url)
+        .option("topic", output)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime="1 second")
         .start()
     )
 
 
-def follow(spark: Any, query: Any, expected: int, timeout: float, stop: threading.Event) -> int:
-    """Print each micro-batch's progress until every click is counted (or timeout)."""
+def follow(query: Any, expected: int, timeout: float, stop: threading.Event) -> int:
+    """Print each micro-batch's progress until every click was read (or timeout); the
+    clicks the query read."""
     deadline = time.monotonic() + timeout
-    seen_batch, counted = -1, 0
-    while time.monotonic() < deadline:
+    seen_batch, read = -1, 0
+    while time.monotonic() < deadline and read < expected:
         if stop.is_set():
             raise KeyboardInterrupt
-        progress = query.lastProgress
-        if progress and progress["batchId"] != seen_batch:
+        for progress in query.recentProgress:
+            if progress["batchId"] <= seen_batch:
+                continue
             seen_batch = progress["batchId"]
-            counted = spark.sql("select coalesce(sum(clicks), 0) from clicks_per_user").first()[0]
+            read += progress["numInputRows"]
             rate = progress.get("processedRowsPerSecond") or 0
             print(
-                f"[spark] batch {seen_batch}: {progress['numInputRows']:,} rows "
-                f"({rate:,.0f} rows/s); {counted:,} clicks counted",
+                f"[spark] batch {seen_batch}: {progress['numInputRows']:,} clicks read "
+                f"({rate:,.0f} rows/s), their counts written; {read:,} in all",
                 flush=True,
             )
-        if counted >= expected:
-            break
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
         time.sleep(0.5)
-    return counted
+    return read
+
+
+def read_counts(url: str, output: str, expected: int, timeout: float) -> dict[str, dict[str, int]]:
+    """The output topic read back with msgclient until it counts ``expected`` clicks (or
+    timeout): each window and user's row. The sink is at-least-once: a row written twice
+    is the same row again, counted once."""
+
+    async def read() -> dict[str, dict[str, int]]:
+        rows: dict[str, dict[str, int]] = {}
+        async with msgclient.Client(url) as client:
+            reader = await client.create_reader(output, msgclient.InitialPosition.Earliest)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if sum(row["clicks"] for row in rows.values()) >= expected:
+                    break
+                try:
+                    message = await reader.read_next(timeout_millis=1000)
+                except msgclient.ReceiveTimeoutError:
+                    continue
+                rows[(message.key_bytes() or b"").decode()] = json.loads(message.data())
+            await reader.close()
+        return rows
+
+    return asyncio.run(read())
 
 
 def run(args: argparse.Namespace, stack: ExitStack) -> int:
@@ -146,7 +192,8 @@ def run(args: argparse.Namespace, stack: ExitStack) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="msgclient-ckpt-"))
-    query = aggregate(spark, url, topic, checkpoint)
+    output = f"{topic}-per-user"
+    query = aggregate(spark, url, topic, output, checkpoint)
     stack.callback(query.stop)
     # A query stopped mid-batch makes Spark log errors about the aborted batch: quiet.
     stack.callback(spark.sparkContext.setLogLevel, "OFF")
@@ -164,17 +211,22 @@ def run(args: argparse.Namespace, stack: ExitStack) -> int:
     stack.callback(producer.join, 10)
     stack.callback(stop.set)
     producer.start()
-    counted = follow(spark, query, args.messages, args.timeout, stop)
-    producer.join(timeout=5)
-    print("\nclicks and bytes per user and second (first 15 rows):")
-    spark.sql(
-        "select date_format(window.start, 'HH:mm:ss') as second, user, clicks, bytes "
-        "from clicks_per_user order by window.start, user"
-    ).show(15, truncate=False)
-    if counted != args.messages:
-        print(f"FAILED: {counted:,} of {args.messages:,} clicks counted")
+    read = follow(query, args.messages + 1, args.timeout, stop) - 1  # less the tick
+    producer.join(timeout=10)
+    print(f"[check] reading {output} back with msgclient", flush=True)
+    counts = read_counts(url, output, args.messages, args.timeout)
+    print("\nclicks and bytes per user and second, as the output topic holds them (first 15):")
+    for key in sorted(counts)[:15]:
+        second, user = key.split(" ")
+        print(f"  {second}  {user:8} {counts[key]['clicks']:6,} clicks {counts[key]['bytes']:9,} B")
+    counted = sum(row["clicks"] for row in counts.values())
+    if read != args.messages or counted != args.messages:
+        print(
+            f"FAILED: {read:,} clicks read, {counted:,} counted in {output}, "
+            f"{args.messages:,} produced"
+        )
         return 1
-    print(f"all {counted:,} clicks counted exactly once: OK")
+    print(f"all {counted:,} clicks read once and counted in {output}: OK")
     return 0
 
 

@@ -45,8 +45,8 @@ class BatchWriter(DataSourceArrowWriter):
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         log.warning(
-            "msgclient sink: the write failed; %d rows of the tasks that finished are "
-            "stored (at-least-once: a retry writes them again)",
+            "msgclient sink: the write did not complete (it failed or was stopped); %d rows "
+            "of the tasks that finished are stored (at-least-once: a retry writes them again)",
             _rows(messages),
         )
 
@@ -64,8 +64,9 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(
-            "msgclient sink: micro-batch %d failed; %d rows of the tasks that finished are "
-            "stored (at-least-once: its replay writes them again)",
+            "msgclient sink: micro-batch %d did not complete (it failed, or the query was "
+            "stopped); %d rows of the tasks that finished are stored (at-least-once: its "
+            "replay writes them again)",
             batchId,
             _rows(messages),
         )
