@@ -13,7 +13,8 @@ transactional producer); ``kafka`` runs the three. ``--broker kafka`` (or ``both
 Spark (needs pyspark: ``pip install msgclient[spark]``): ``spark`` measures rows/s through
 ``format("msgclient")`` (``local[2]``, a count over the whole DataFrame) against the plain
 msgclient consumer reading the same backlog (1M messages by default, on 4 partitions), on
-the broker ``--broker`` names (pulsar, kafka or both).
+the broker ``--broker`` names (pulsar, kafka or both); ``spark --write`` measures rows/s
+through ``df.write.format("msgclient")`` against a plain producer sending the same rows.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from msgclient.perf import (
     pulsar_consume,
     pulsar_latency,
     pulsar_produce,
+    spark_sink,
     spark_source,
 )
 from msgclient.perf.kafka_produce import KafkaTarget
@@ -326,9 +328,10 @@ def run_kafka_consume(target: KafkaTarget, args: argparse.Namespace, results: Re
 
 
 def run_spark(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Results) -> None:
-    """The source against the plain consumer, on each broker asked for; each run starts its
-    own embedded broker (Pulsar's partitioned topic is set before the start) unless
-    ``--service-url`` or ``--bootstrap-servers`` names one."""
+    """The source against the plain consumer (``--write``: the sink against the plain
+    producer), on each broker asked for; each run starts its own embedded broker (Pulsar's
+    partitioned topics are set before the start) unless ``--service-url`` or
+    ``--bootstrap-servers`` names one."""
     if importlib.util.find_spec("pyspark") is None:
         parser.error("spark needs pyspark: pip install msgclient[spark]")
     for broker in ("pulsar", "kafka") if args.broker == "both" else (args.broker or "pulsar",):
@@ -337,6 +340,15 @@ def run_spark(parser: argparse.ArgumentParser, args: argparse.Namespace, results
             if broker == "pulsar"
             else args.bootstrap_servers and f"kafka://{args.bootstrap_servers}"
         )
+        if args.write:
+            result = spark_sink.run(
+                url, args.messages, args.size, args.partitions, args.rounds, broker, args.master
+            )
+            results.rates[f"spark sink on {broker}"] = {
+                "plain producer": result.plain_rate,
+                "spark sink": result.spark_rate,
+            }
+            continue
         result = spark_source.run(
             url, args.messages, args.size, args.partitions, args.rounds, broker, args.master
         )
@@ -440,6 +452,11 @@ def main(argv: list[str] | None = None) -> int:
         help="spark: partitions of the embedded broker's topic",
     )
     parser.add_argument("--master", default=spark_source.MASTER, help="spark: the Spark master")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="spark: measure the sink (df.write) against a plain producer, not the source",
+    )
     parser.add_argument(
         "--service-url", help="an existing Pulsar broker (default: start an embedded pulsar-lite)"
     )
