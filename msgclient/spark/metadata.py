@@ -84,14 +84,7 @@ async def first_after(
 ) -> MessageId | None:
     """The id of the first message after ``after`` (None: from the first there is), or
     None when none comes within ``probe_ms``."""
-    start, inclusive = reader_start(after, tp.topic, tp.partition)
-    reader = await client.create_reader(
-        tp.topic,
-        start,
-        partition=tp.partition,
-        start_message_id_inclusive=inclusive,
-        receiver_queue_size=1,
-    )
+    reader = await _reader_after(client, tp, after, 1)
     try:
         async with asyncio.timeout(probe_ms / 1000):
             while True:
@@ -117,14 +110,7 @@ async def after_messages(
     ``end``), and how many there were: Pulsar limits that count messages, which only
     reading tells (a producer batch is one entry of many). Fewer when ``end`` comes first
     or no message comes within ``probe_ms``."""
-    start, inclusive = reader_start(after, tp.topic, tp.partition)
-    reader = await client.create_reader(
-        tp.topic,
-        start,
-        partition=tp.partition,
-        start_message_id_inclusive=inclusive,
-        receiver_queue_size=min(count, 1000),
-    )
+    reader = await _reader_after(client, tp, after, min(count, 1000))
     position, seen = after, 0
     try:
         async with asyncio.timeout(probe_ms / 1000):
@@ -140,6 +126,21 @@ async def after_messages(
     finally:
         await reader.close()
     return position, seen
+
+
+async def _reader_after(
+    client: msgclient.Client, tp: TopicPartition, after: Position | None, queue_size: int
+) -> msgclient.Reader:
+    """A reader of ``tp`` from the message after ``after`` (None: the first there is); on
+    Pulsar it may get what ``after`` covers first (a start inside an entry)."""
+    start, inclusive = reader_start(after, tp.topic, tp.partition)
+    return await client.create_reader(
+        tp.topic,
+        start,
+        partition=tp.partition,
+        start_message_id_inclusive=inclusive,
+        receiver_queue_size=queue_size,
+    )
 
 
 async def first_at_time(
