@@ -1,7 +1,9 @@
 """The driver of test_cluster.py, run in a process of its own (one SparkContext per process):
 the same source code and options as in local mode, on ``spark://`` executors.
 
-    python tests/spark/cluster_job.py MASTER URL TOPIC CHECKPOINT  ->  JSON on stdout
+    python tests/spark/cluster_job.py MASTER URL TOPIC CHECKPOINT OUTPUT  ->  JSON on stdout
+
+It reads TOPIC (batch, then streaming) and writes what it read to OUTPUT through the sink.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from typing import Any
 
 
-def main(master: str, url: str, topic: str, checkpoint: str) -> dict[str, Any]:
+def main(master: str, url: str, topic: str, checkpoint: str, output: str) -> dict[str, Any]:
     from msgclient.spark import local_session
 
     spark = local_session(
@@ -28,6 +30,10 @@ def main(master: str, url: str, topic: str, checkpoint: str) -> dict[str, Any]:
             lambda rows: [(os.getpid(), [(bytes(r.value).decode(), r.partition) for r in rows])]
         ).collect()
         rows = [row for _, part in read for row in part]
+        # The sink on the executors: the rows read, written to OUTPUT.
+        frame.select("key", "value").write.format("msgclient").option("url", url).option(
+            "topic", output
+        ).mode("append").save()
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
         batches: list[int] = []
         query = (
@@ -59,4 +65,4 @@ def main(master: str, url: str, topic: str, checkpoint: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:5])))
+    print(json.dumps(main(*sys.argv[1:6])))

@@ -1,6 +1,6 @@
-"""The source on a real Spark standalone cluster (a master and two workers on loopback,
-started from the pip pyspark): executors are separate JVMs with Python workers of their
-own, and the job is the local-mode code unchanged (cluster_job.py)."""
+"""The source and the sink on a real Spark standalone cluster (a master and two workers on
+loopback, started from the pip pyspark): executors are separate JVMs with Python workers of
+their own, and the job is the local-mode code unchanged (cluster_job.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from msgclient.embedded import KafkaBroker
-from tests.kafka.helpers import create_topic_blocking
+from tests.kafka.helpers import create_topic_blocking, read_blocking
 from tests.spark.cluster import StandaloneCluster
 from tests.spark.helpers import produce
 
@@ -24,6 +24,8 @@ def test_a_job_on_a_standalone_cluster(
     kafka_broker: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
     create_topic_blocking(kafka_broker.bootstrap_servers, topic, 4)
+    output = f"{topic}-copy"
+    create_topic_blocking(kafka_broker.bootstrap_servers, output, 2)
     sent = produce(kafka_broker.service_url, topic, 80)
     with StandaloneCluster(tmp_path / "cluster", workers=2) as cluster:
         done = subprocess.run(
@@ -34,6 +36,7 @@ def test_a_job_on_a_standalone_cluster(
                 kafka_broker.service_url,
                 topic,
                 str(tmp_path / "checkpoint"),
+                output,
             ],
             capture_output=True,
             timeout=300,
@@ -46,3 +49,5 @@ def test_a_job_on_a_standalone_cluster(
     assert result["executors"] == 2
     assert result["driver_pid"] not in result["reader_pids"]
     assert result["stream_finished"] and result["stream_batches"] == [50, 30]
+    copied = read_blocking(kafka_broker.bootstrap_servers, output, len(sent))
+    assert sorted((r.key, r.value) for r in copied) == sorted((s.key, s.value) for s in sent)
