@@ -85,12 +85,16 @@ _translated = _Translated()
 
 
 class Producer:
-    def __init__(self, producer: core_producer.Producer, schema: PayloadSchema) -> None:
+    def __init__(
+        self, producer: core_producer.Producer, schema: PayloadSchema, client: Client
+    ) -> None:
         self._producer = producer
         self._schema = schema
+        self._client = client
 
     async def send(self, content: Any, **message_arguments: Any) -> MessageId:
         """Send and wait for the broker to store it (arguments as the blocking ``send``)."""
+        self._client.check_open()
         value, options = message_options(self._schema, content, **message_arguments)
         with _translated:
             return MessageId.wrap(await self._producer.send(value, **options))
@@ -206,13 +210,18 @@ class Client:
         check_type(str, service_url, "service_url")
         with _translated:
             self._client = core_client.Client(service_url, **_client_options(kwargs))
+        self._closed = False  # by close() or shutdown(): what follows raises AlreadyClosed
 
     async def create_producer(self, topic: str, *args: Any, **kwargs: Any) -> Producer:
-        """Arguments as the blocking ``Client.create_producer``."""
+        """Arguments as the blocking ``Client.create_producer``, except that batching is on
+        unless said otherwise (the official asyncio module's default)."""
         check_type(str, topic, "topic")
+        given = _PRODUCER_SIGNATURE.bind_partial(self, topic, *args, **kwargs).arguments
+        if "batching_enabled" not in given:
+            kwargs["batching_enabled"] = True
         options, schema = producer_options(*args, **kwargs)
         with _translated:
-            return Producer(await self._client.create_producer(topic, **options), schema)
+            return Producer(await self._client.create_producer(topic, **options), schema, self)
 
     async def subscribe(
         self, topic: str | list[str], subscription_name: str, *args: Any, **kwargs: Any
@@ -255,12 +264,26 @@ class Client:
             return await self._client.get_topic_partitions(topic)
 
     def shutdown(self) -> None:
-        """Close in the background (the official call does not wait either)."""
-        self._closing = asyncio.ensure_future(self.close())
+        """Close in the background (the official call does not wait either); from now on
+        sends raise AlreadyClosed."""
+        self.check_open()
+        self._closed = True
+        self._closing = asyncio.ensure_future(self._client.close())
 
     async def close(self) -> None:
+        """Close; a second close (or one after ``shutdown``) raises AlreadyClosed, as the
+        official module's does."""
+        self.check_open()
+        self._closed = True
         with _translated:
             await self._client.close()
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise PulsarException(Result.AlreadyClosed, "the client is closed")
+
+
+_PRODUCER_SIGNATURE = inspect.signature(blocking_compat.Client.create_producer)
 
 
 def _client_options(kwargs: dict[str, Any]) -> dict[str, Any]:

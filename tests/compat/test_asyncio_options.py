@@ -53,3 +53,32 @@ async def test_schema_access_mode_key_shared_and_redelivery(
     await client.close()
     assert first == [(comparable(u), 0) for u in written]
     assert sorted(again, key=repr) == sorted([(comparable(u), 1) for u in written], key=repr)
+
+
+@pytest.mark.parametrize("module_name", ["pulsar.asyncio", "msgclient.pulsar_compat.asyncio"])
+async def test_batching_by_default_and_closing(
+    module_name: str, pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    """The asyncio module's create_producer batches unless told otherwise (the blocking
+    one does not); a second close, and a send after shutdown, raise AlreadyClosed."""
+    aio = importlib.import_module(module_name)
+    pulsar = importlib.import_module(module_name.rsplit(".", 1)[0])
+    client = aio.Client(pulsar_broker.service_url, logger=QUIET)
+    producer = await client.create_producer(topic)
+    first, second = await asyncio.gather(producer.send(b"a"), producer.send(b"b"))
+    assert first.entry_id() == second.entry_id()  # one batch
+    assert (first.batch_index(), second.batch_index()) == (0, 1)
+    unbatched = await client.create_producer(topic, batching_enabled=False)
+    alone = await asyncio.gather(unbatched.send(b"c"), unbatched.send(b"d"))
+    assert alone[0].entry_id() != alone[1].entry_id()
+    await client.close()
+    with pytest.raises(aio.PulsarException) as closed:
+        await client.close()
+    assert closed.value.error() == pulsar.Result.AlreadyClosed
+
+    client = aio.Client(pulsar_broker.service_url, logger=QUIET)
+    producer = await client.create_producer(topic)
+    client.shutdown()
+    with pytest.raises(aio.PulsarException) as refused:
+        await asyncio.wait_for(producer.send(b"after"), RECEIVE_MS / 1000)
+    assert refused.value.error() == pulsar.Result.AlreadyClosed
