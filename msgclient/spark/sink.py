@@ -32,7 +32,9 @@ class RowsWritten(WriterCommitMessage):
     rows: int
 
 
-class BatchWriter(DataSourceArrowWriter):
+class _RowWriter:
+    """What a task does in both writers: write its rows, report how many."""
+
     def __init__(self, options: SinkOptions, columns: InputColumns) -> None:
         self.options = options
         self.columns = columns
@@ -40,6 +42,8 @@ class BatchWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> RowsWritten:
         return RowsWritten(write_rows(self.options, self.columns, iterator))
 
+
+class BatchWriter(_RowWriter, DataSourceArrowWriter):
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         log.info("msgclient sink: %d rows written", _rows(messages))
 
@@ -51,14 +55,7 @@ class BatchWriter(DataSourceArrowWriter):
         )
 
 
-class StreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options: SinkOptions, columns: InputColumns) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> RowsWritten:
-        return RowsWritten(write_rows(self.options, self.columns, iterator))
-
+class StreamWriter(_RowWriter, DataSourceStreamArrowWriter):
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         log.info("msgclient sink: micro-batch %d: %d rows written", batchId, _rows(messages))
 
