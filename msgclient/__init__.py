@@ -80,7 +80,7 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
-from msgclient.transaction import Transaction, TransactionState
+from msgclient.transaction import PreparedTransaction, Transaction, TransactionState
 
 __all__ = [
     "AdapterLoadError",
@@ -131,6 +131,7 @@ __all__ = [
     "NotSupportedError",
     "OperationTimeoutError",
     "PartitionsRoutingMode",
+    "PreparedTransaction",
     "Producer",
     "ProducerAccessMode",
     "ProducerBusyError",

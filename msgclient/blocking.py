@@ -254,6 +254,20 @@ class Client(Closing):
         )
         return Transaction(transaction, self._runner)
 
+    def commit_prepared(self, prepared: async_transaction.PreparedTransaction) -> None:
+        """As the async ``commit_prepared``."""
+        self._runner.run(self._client.commit_prepared(prepared))
+
+    def abort_prepared(self, prepared: async_transaction.PreparedTransaction) -> None:
+        """As the async ``abort_prepared``."""
+        self._runner.run(self._client.abort_prepared(prepared))
+
+    def committed_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """As the async ``committed_offsets``."""
+        return self._runner.run(self._client.committed_offsets(group_id, partitions))
+
     def close(self) -> None:
         try:
             self._runner.run(self._client.close())
@@ -370,6 +384,12 @@ class Transaction:
 
     def abort(self) -> None:
         self._runner.run(self.inner.abort())
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        self._runner.run(_on_loop(lambda: self.inner.commit_offsets(group_id, offsets)))
+
+    def prepare(self) -> async_transaction.PreparedTransaction | None:
+        return self._runner.run(self.inner.prepare())
 
     def __enter__(self) -> Transaction:
         return self

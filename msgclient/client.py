@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -58,7 +58,7 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
-from msgclient.transaction import Transaction, TransactionalProducers
+from msgclient.transaction import PreparedTransaction, Transaction, TransactionalProducers
 from msgclient.url import parse_service_url
 from msgclient.validators import build
 
@@ -288,7 +288,39 @@ class Client(AsyncClosing):
             owner = await self._transactions_of(
                 transactional_id, ProducerOptions().transaction_timeout_ms
             )
+        else:
+            await owner.transport.start()  # a new epoch after a prepared transaction
         return owner.begin()
+
+    async def commit_prepared(self, prepared: PreparedTransaction) -> None:
+        """Commit a transaction prepared by ``Transaction.prepare()``, in this client or
+        another process. Committing it again does no harm; a transaction aborted meanwhile
+        (its id took a new epoch) fails with TransactionFatalError. Kafka only."""
+        await self._end_prepared(prepared, commit=True)
+
+    async def abort_prepared(self, prepared: PreparedTransaction) -> None:
+        """Abort a transaction prepared by ``Transaction.prepare()``. Kafka only."""
+        await self._end_prepared(prepared, commit=False)
+
+    async def _end_prepared(self, prepared: PreparedTransaction, *, commit: bool) -> None:
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        await self._backend.end_prepared_transaction(
+            prepared.transactional_id, prepared.producer_id, prepared.producer_epoch, commit
+        )
+
+    async def committed_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """The offsets consumer group ``group_id`` committed for ``partitions`` ((topic,
+        partition) pairs), -1 where it has none; only committed transactions count. Kafka
+        only."""
+        if self._closed:
+            raise AlreadyClosedError("the client is closed")
+        asked = list(partitions)
+        named = [(self._backend.normalize_topic(topic), p) for topic, p in asked]
+        found = await self._backend.committed_offsets(group_id, named)
+        return {pair: found[tp] for pair, tp in zip(asked, named, strict=True)}
 
     async def _transactions_of(
         self, transactional_id: str, timeout_ms: int

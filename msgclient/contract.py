@@ -370,9 +370,22 @@ class TransactionTransport(ABC):
         committing (abortable or fatal), if any."""
 
     @abstractmethod
-    async def commit(self, acknowledgments: Mapping[ConsumerTransport, list[MessageId]]) -> None:
-        """Commit, with the acknowledgments made in the transaction (every send in it is
-        confirmed already). Raises TransactionAbortableError or TransactionFatalError."""
+    async def commit(
+        self,
+        acknowledgments: Mapping[ConsumerTransport, list[MessageId]],
+        group_offsets: Mapping[str, Mapping[tuple[str, int], int]],
+    ) -> None:
+        """Commit, with the acknowledgments made in the transaction and the offsets given
+        by group id (every send in it is confirmed already). Raises
+        TransactionAbortableError or TransactionFatalError."""
+
+    @abstractmethod
+    async def prepare(
+        self, group_offsets: Mapping[str, Mapping[tuple[str, int], int]]
+    ) -> tuple[int, int] | None:
+        """Write the offsets into the transaction and hand it over, open, to whoever ends
+        it (``ProtocolBackend.end_prepared_transaction``): its (producer id, epoch), or None
+        if it touched nothing. The next transaction of the id begins after ``start``."""
 
     @abstractmethod
     async def abort(self, sends_failed: bool) -> None:
@@ -445,6 +458,22 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
         """The transactions of ``transactional_id`` (one per id and client: producers with
         the same id share it); refused where the protocol or broker has none."""
         raise NotSupportedError(TRANSACTIONS_NOT_SUPPORTED)
+
+    async def end_prepared_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        """Commit or abort a transaction another client prepared (TransactionTransport's
+        ``prepare``), by its id, producer id and epoch."""
+        raise NotSupportedError(TRANSACTIONS_NOT_SUPPORTED)
+
+    async def committed_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """The offsets ``group_id`` committed for ``partitions`` (-1: none)."""
+        raise NotSupportedError(
+            "committed offsets of a group by its id are a Kafka feature (a Pulsar "
+            "subscription's position is read by subscribing)"
+        )
 
     @abstractmethod
     async def close(self) -> None:

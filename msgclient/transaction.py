@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
 
@@ -52,8 +53,22 @@ class TransactionState(enum.Enum):
     OPEN = "open"
     COMMITTING = "committing"
     COMMITTED = "committed"
+    PREPARING = "preparing"
+    PREPARED = "prepared"
     ABORTING = "aborting"
     ABORTED = "aborted"
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """A transaction whose messages are stored and whose offsets are written, still open at
+    the coordinator: its holder commits or aborts it with ``client.commit_prepared`` /
+    ``abort_prepared``, from any client or process (two-phase commit: a Spark task
+    prepares, the driver commits). Plain data: it pickles."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 class TransactionalProducers:
@@ -124,6 +139,7 @@ class Transaction:
         self._producers: dict[Producer, int] = {}
         self.last_enlisted: Producer | None = None
         self._acks: dict[PartitionConsumer, list[MessageId]] = {}
+        self._group_offsets: dict[str, dict[tuple[str, int], int]] = {}
         self.must_abort: TransactionAbortableError | None = None  # why, once it must
 
     def __repr__(self) -> str:
@@ -163,6 +179,14 @@ class Transaction:
         self.check_open("acknowledge")
         self._acks.setdefault(partition, []).extend(message_ids)
 
+    def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``offsets`` ({(topic, partition): offset}) for consumer group ``group_id``
+        with the transaction (Kafka's ``sendOffsetsToTransaction`` with offsets of its own:
+        the group needs no member; a consumer's acknowledgments go with
+        ``acknowledge(..., transaction=)``)."""
+        self.check_open("commit offsets")
+        self._group_offsets.setdefault(group_id, {}).update(offsets)
+
     # -- the end ----------------------------------------------------------------------------
 
     async def commit(self) -> None:
@@ -172,24 +196,42 @@ class Transaction:
         self._check_can_end("commit")
         self.state = TransactionState.COMMITTING
         try:
-            await self._settle_sends()
-            self._owner.transport.check_usable()  # fenced first: that ends the producer
-            failed = self._failed_sends()
-            if failed and self.must_abort is None:
-                self.must_abort = TransactionAbortableError(
-                    f"{failed} messages sent in the transaction of {self.transactional_id!r} "
-                    "failed: abort it"
-                )
-            if self.must_abort is not None:
-                raise type(self.must_abort)(str(self.must_abort))
+            await self._settle_and_check()
             await self._owner.transport.commit(
-                {partition.transport: ids for partition, ids in self._acks.items()}
+                {partition.transport: ids for partition, ids in self._acks.items()},
+                self._group_offsets,
             )
         except BaseException:
             self.state = TransactionState.OPEN
             raise
         self.state = TransactionState.COMMITTED
         self._owner.ended(self)
+
+    async def prepare(self) -> PreparedTransaction | None:
+        """The first phase of a two-phase commit: wait for every send, write the offsets
+        (``commit_offsets``) into the transaction, and hand it over open, to be ended with
+        ``client.commit_prepared`` or ``abort_prepared`` (None: it wrote nothing, there is
+        nothing to end). The next transaction of the id begins with ``await
+        client.new_transaction(...)``, which takes a new epoch; a new epoch taken before the
+        prepared one is ended aborts it (Kafka's fencing). Kafka only; acknowledgments
+        cannot be prepared (the consumer settles them when the transaction commits)."""
+        self._check_can_end("prepare")
+        if self._acks:
+            raise TransactionStateError(
+                f"the transaction of {self.transactional_id!r} holds acknowledgments, which "
+                "settle only when it commits here: prepare a transaction with commit_offsets "
+                "instead"
+            )
+        self.state = TransactionState.PREPARING
+        try:
+            await self._settle_and_check()
+            ids = await self._owner.transport.prepare(self._group_offsets)
+        except BaseException:
+            self.state = TransactionState.OPEN
+            raise
+        self.state = TransactionState.PREPARED
+        self._owner.ended(self)
+        return None if ids is None else PreparedTransaction(self.transactional_id, *ids)
 
     async def abort(self) -> None:
         """Abort: nothing the transaction sent is read by read_committed consumers, and the
@@ -227,6 +269,19 @@ class Transaction:
                 f"cannot {what} the transaction of {self.transactional_id!r}: it is "
                 f"{self.state.value}"
             )
+
+    async def _settle_and_check(self) -> None:
+        """Every send settled; raises if one failed or the transaction must be aborted."""
+        await self._settle_sends()
+        self._owner.transport.check_usable()  # fenced first: that ends the producer
+        failed = self._failed_sends()
+        if failed and self.must_abort is None:
+            self.must_abort = TransactionAbortableError(
+                f"{failed} messages sent in the transaction of {self.transactional_id!r} "
+                "failed: abort it"
+            )
+        if self.must_abort is not None:
+            raise type(self.must_abort)(str(self.must_abort))
 
     def _failed_sends(self) -> int:
         return sum(p.failed_count - before for p, before in self._producers.items())

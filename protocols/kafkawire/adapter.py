@@ -51,6 +51,7 @@ from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
 from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
 from protocols.kafkawire.context import KafkaContext
+from protocols.kafkawire.group_coordinator import CoordinatorLink
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService, split_partition_name
 from protocols.kafkawire.partitioner import make_kafka_router
@@ -193,6 +194,26 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         self, topics: list[str], subscription: str, options: ConsumerOptions
     ) -> KafkaSubscription:
         return KafkaSubscription(self.context, topics, subscription, options)
+
+    async def end_prepared_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        # A manager of its own: this client may hold the id's live manager, whose producer
+        # id and epoch are the next transaction's.
+        manager = TransactionManager(self.context, transactional_id, timeout_ms=0)
+        try:
+            await manager.end_prepared(producer_id, producer_epoch, commit)
+        finally:
+            await manager.close()
+
+    async def committed_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        link = CoordinatorLink(self.context, group_id)
+        try:
+            return await link.committed(partitions, self.context.operation_timeout)
+        finally:
+            link.close()
 
     async def close(self) -> None:
         for manager in self._transactions.values():

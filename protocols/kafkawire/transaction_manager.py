@@ -29,6 +29,7 @@ from msgclient.errors import (
     MsgClientError,
     TransactionAbortableError,
     TransactionFatalError,
+    TransactionStateError,
 )
 from msgclient.message import MessageId
 from protocols.kafkawire import errors
@@ -81,7 +82,7 @@ class TransactionManager(TransactionTransport):
         self.transactional_id = transactional_id
         self.timeout_ms = timeout_ms
         self._context = context
-        self._link = CoordinatorLink(context, transactional_id, TRANSACTION_KEY_TYPE)
+        self._link = self._new_link()
         self.producer_id = -1
         self.producer_epoch = -1
         self.epoch_number = 0  # counts the epochs: each starts the sequence numbers over
@@ -96,6 +97,8 @@ class TransactionManager(TransactionTransport):
 
     async def start(self) -> None:
         if self._started is None:
+            if self._link.closed:  # handed over: the next transaction gets a link again
+                self._link = self._new_link()
             self._started = asyncio.ensure_future(self._new_epoch())
         try:
             await asyncio.shield(self._started)
@@ -105,6 +108,12 @@ class TransactionManager(TransactionTransport):
 
     def begin(self) -> None:
         self.check_usable()
+        if self._started is None:
+            raise TransactionStateError(
+                f"the last transaction of transactional id {self.transactional_id!r} was "
+                "prepared and handed over: begin the next with await client.new_transaction("
+                "transactional_id=...), which takes a new epoch first"
+            )
         self._partitions.clear()
 
     def check_usable(self) -> None:
@@ -113,7 +122,11 @@ class TransactionManager(TransactionTransport):
         if self._abortable is not None:
             raise TransactionAbortableError(self._abortable)
 
-    async def commit(self, acknowledgments: Mapping[ConsumerTransport, list[MessageId]]) -> None:
+    async def commit(
+        self,
+        acknowledgments: Mapping[ConsumerTransport, list[MessageId]],
+        group_offsets: Mapping[str, Mapping[TopicPartition, int]],
+    ) -> None:
         self.check_usable()
         settled: list[tuple[TransactionalConsumer, list[MessageId], int]] = []
         by_group: dict[Any, dict[TopicPartition, int]] = {}
@@ -127,34 +140,40 @@ class TransactionManager(TransactionTransport):
             by_group.setdefault(group, {})[tp] = position
             settled.append((consumer, message_ids, position))
         for group, offsets in by_group.items():
-            await self._request(
-                self._link,
-                requests.add_offsets(
-                    self.transactional_id, self.producer_id, self.producer_epoch, group.group_id
-                ),
-                "AddOffsetsToTxn",
-            )
             # The generation as it is now: if the group moves on before the coordinator
             # answers, the commit fails (ILLEGAL_GENERATION) instead of landing in it.
-            await self._request(
+            await self._add_offsets(
                 group.link,
-                requests.txn_offset_commit(
-                    self.transactional_id,
-                    group.group_id,
-                    self.producer_id,
-                    self.producer_epoch,
-                    group.generation_id,
-                    group.member_id,
-                    group.instance_id,
-                    offsets,
-                ),
-                f"TxnOffsetCommit to group {group.group_id!r}",
-                commit_error,  # answered as an OffsetCommit is
+                offsets,
+                group.generation_id,
+                group.member_id,
+                group.instance_id,
             )
-        if self._partitions or by_group:  # an empty transaction has nothing to end
+        await self._add_group_offsets(group_offsets)
+        if self._partitions or by_group or group_offsets:  # an empty one has nothing to end
             await self._end(commit=True)
         for consumer, message_ids, position in settled:
             consumer.transaction_committed(message_ids, position)
+
+    async def prepare(
+        self, group_offsets: Mapping[str, Mapping[TopicPartition, int]]
+    ) -> tuple[int, int] | None:
+        self.check_usable()
+        await self._add_group_offsets(group_offsets)
+        touched = bool(self._partitions or group_offsets)
+        # The transaction stays open at the coordinator under this id and epoch until its
+        # holder ends it: this manager must not add to it, so the next transaction takes a
+        # new epoch (start), and no connection is kept meanwhile.
+        self._partitions.clear()
+        self._started = None
+        self._link.close()
+        return (self.producer_id, self.producer_epoch) if touched else None
+
+    async def end_prepared(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """End the transaction a manager of this id prepared with ``producer_id`` and
+        ``producer_epoch`` (EndTxn may come from any connection)."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        await self._end(commit=commit)
 
     async def abort(self, sends_failed: bool) -> None:
         if self._fatal is not None:
@@ -199,6 +218,9 @@ class TransactionManager(TransactionTransport):
 
     # -- requests -------------------------------------------------------------------------
 
+    def _new_link(self) -> CoordinatorLink:
+        return CoordinatorLink(self._context, self.transactional_id, TRANSACTION_KEY_TYPE)
+
     async def _add_held(self) -> None:
         try:
             await asyncio.sleep(0)  # the batches written in this turn join in one request
@@ -226,6 +248,52 @@ class TransactionManager(TransactionTransport):
                             writer.fail_admission(op, attachment, failure)
         finally:
             self._adding = None
+
+    async def _add_group_offsets(
+        self, group_offsets: Mapping[str, Mapping[TopicPartition, int]]
+    ) -> None:
+        """Offsets of groups named by id, with no member (generation -1: Kafka's standalone
+        consumers commit that way too)."""
+        for group_id, offsets in group_offsets.items():
+            link = CoordinatorLink(self._context, group_id)
+            try:
+                await self._add_offsets(link, offsets, -1, "", None)
+            finally:
+                link.close()
+
+    async def _add_offsets(
+        self,
+        group_link: CoordinatorLink,
+        offsets: Mapping[TopicPartition, int],
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+    ) -> None:
+        """The group's offsets commit with the transaction: AddOffsetsToTxn at the
+        transaction coordinator, then TxnOffsetCommit at the group's."""
+        group_id = group_link.group_id
+        await self._request(
+            self._link,
+            requests.add_offsets(
+                self.transactional_id, self.producer_id, self.producer_epoch, group_id
+            ),
+            "AddOffsetsToTxn",
+        )
+        await self._request(
+            group_link,
+            requests.txn_offset_commit(
+                self.transactional_id,
+                group_id,
+                self.producer_id,
+                self.producer_epoch,
+                generation_id,
+                member_id,
+                instance_id,
+                offsets,
+            ),
+            f"TxnOffsetCommit to group {group_id!r}",
+            commit_error,  # answered as an OffsetCommit is
+        )
 
     async def _new_epoch(self) -> None:
         tid, timeout = self.transactional_id, self.timeout_ms
