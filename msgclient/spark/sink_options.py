@@ -41,7 +41,7 @@ from msgclient.validators import build
 
 PRODUCER_PREFIX = "producer."
 KNOWN = (*URL_OPTIONS, "kafka.security.protocol", "kafka.client.id", "kafka.sasl.mechanism",
-         "kafka.sasl.jaas.config", "topic", "includeHeaders")  # fmt: skip
+         "kafka.sasl.jaas.config", "topic", "includeHeaders", "exactlyOnce")  # fmt: skip
 # Spark's own options of a write, handed to the sink with the user's.
 SPARK_OPTIONS = ("path", "checkpointLocation", "queryName")
 _CANONICAL = {name.lower(): name for name in (*KNOWN, *SPARK_OPTIONS)}
@@ -69,6 +69,7 @@ class SinkOptions:
     producer_options: dict[str, Any]
     topic: str | None = None
     include_headers: bool = True
+    exactly_once: bool = False  # Kafka: each task's rows in a transaction the driver commits
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,17 @@ def parse_sink_options(raw: Mapping[str, str], overwrite: bool) -> SinkOptions:
         check_client_options(client_options)
         producer_options = prefixed_options(options, PRODUCER_PREFIX, ProducerOptions, "Producer")
         include_headers = bool_option(options, "includeHeaders", True)
+        exactly_once = bool_option(options, "exactlyOnce", False)
         protocol = Protocol.of_url(url)
     except SourceOptionError as error:  # the same parsing as the source's
         raise SinkOptionError(error.option, error.problem) from None
+    if exactly_once and protocol is not Protocol.KAFKA:
+        raise SinkOptionError(
+            "exactlyOnce",
+            "Kafka only: a Pulsar write is at-least-once (its producer names and sequence ids "
+            "are the same on a replay, so a broker with deduplication drops what it stored "
+            "already)",
+        )
     for name, why in _REFUSED.items():
         if name in producer_options:
             raise SinkOptionError(PRODUCER_PREFIX + name, why)
@@ -118,7 +127,9 @@ def parse_sink_options(raw: Mapping[str, str], overwrite: bool) -> SinkOptions:
     except InvalidConfigurationError as error:
         raise SinkOptionError("producer.*", str(error)) from None
     topic = options.get("topic", "").strip() or None
-    return SinkOptions(url, protocol, client_options, producer_options, topic, include_headers)
+    return SinkOptions(
+        url, protocol, client_options, producer_options, topic, include_headers, exactly_once
+    )
 
 
 def input_columns(schema: StructType, options: SinkOptions) -> InputColumns:

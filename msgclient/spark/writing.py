@@ -13,7 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,11 +33,30 @@ _producers: dict[tuple[str, str, str, str], blocking.Producer] = {}
 def write_rows(
     options: SinkOptions, columns: InputColumns, batches: Iterator[pa.RecordBatch]
 ) -> int:
-    """Send the rows of ``batches``; how many were written (all confirmed)."""
+    """Send the rows of ``batches`` with this process's producers (at-least-once); how
+    many were written (all confirmed)."""
+    return send_rows(
+        options,
+        columns,
+        batches,
+        lambda topic: _producer(options, topic),
+        lambda topic: _drop(options, topic),
+    )
+
+
+def send_rows(
+    options: SinkOptions,
+    columns: InputColumns,
+    batches: Iterator[pa.RecordBatch],
+    producer_of: Callable[[str], blocking.Producer],
+    failed: Callable[[str], None] = lambda topic: None,
+) -> int:
+    """Send the rows of ``batches`` with the producer of each topic; ``failed(topic)``: a
+    send to it failed (its error is raised then)."""
     written = 0
     for batch in batches:
         for (topic, partition), rows in _by_target(batch, options, columns):
-            producer = _producer(options, topic)
+            producer = producer_of(topic)
             try:
                 producer.send_many(
                     _values(rows.column("value")),
@@ -48,10 +67,20 @@ def write_rows(
                     partition=partition,
                 )
             except MsgClientError:
-                _drop(options, topic)
+                failed(topic)
                 raise
         written += batch.num_rows
     return written
+
+
+def first_topic(batch: pa.RecordBatch, options: SinkOptions) -> str:
+    """The topic the first row of ``batch`` goes to."""
+    if options.topic is not None:
+        return options.topic
+    topic: str | None = batch.column("topic")[0].as_py()
+    if topic is None:
+        raise MsgClientError("msgclient sink: row 0 of a batch has a null topic")
+    return topic
 
 
 # -- rows to columns ---------------------------------------------------------------------
@@ -151,21 +180,39 @@ def _producer(options: SinkOptions, topic: str) -> blocking.Producer:
         return producer
 
 
+def sink_client(options: SinkOptions) -> blocking.Client:
+    """This process's client of ``options``' broker."""
+    with _lock:
+        return _client(options)
+
+
+def drop_client(options: SinkOptions) -> None:
+    """Close this process's client of ``options``' broker (and its producers): it is in a
+    state the next task must not inherit."""
+    key = _client_key(options)
+    with _lock:
+        client = _clients.pop(key, None)
+        for producer_key in [k for k in _producers if k[:2] == key]:
+            del _producers[producer_key]
+    if client is not None:
+        with contextlib.suppress(Exception):  # a failed client: closing it is best effort
+            client.close()
+
+
 def _client(options: SinkOptions) -> blocking.Client:
-    key = (options.url, repr(sorted(options.client_options.items())))
+    key = _client_key(options)
     client = _clients.get(key)
     if client is None:
         client = _clients[key] = blocking.Client(options.url, **options.client_options)
     return client
 
 
+def _client_key(options: SinkOptions) -> tuple[str, str]:
+    return options.url, repr(sorted(options.client_options.items()))
+
+
 def _producer_key(options: SinkOptions, topic: str) -> tuple[str, str, str, str]:
-    return (
-        options.url,
-        repr(sorted(options.client_options.items())),
-        topic,
-        repr(sorted(options.producer_options.items())),
-    )
+    return (*_client_key(options), topic, repr(sorted(options.producer_options.items())))
 
 
 def _drop(options: SinkOptions, topic: str) -> None:

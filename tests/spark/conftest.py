@@ -1,4 +1,6 @@
-"""One SparkSession for the whole Spark test run: local[2], loopback only, no UI."""
+"""One SparkSession for the whole Spark test run: local[2, 2] (two cores, and two attempts
+per task as a cluster would retry: exactly-once writes are tested under a retry),
+loopback only, no UI."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ def spark() -> Iterator[Any]:
     from msgclient.spark import local_session
 
     session = local_session(
-        "local[2]",
+        "local[2, 2]",
         "msgclient-tests",
         **{
             "spark.sql.shuffle.partitions": "2",

@@ -1,0 +1,163 @@
+"""exactlyOnce=true on Kafka (tansu): each task's rows in a transaction the driver commits.
+
+Proved under failures: a task whose first attempt fails after writing part of its rows
+(a UDF that raises once), and a driver killed before and after it committed a micro-batch
+to Kafka, restarted from the checkpoint. What is read is read by msgclient's
+read_committed consumer: on tansu, confluent-kafka's and kafka-python's read aborted
+records too (tansu lists no aborted transactions in Fetch, brokers.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from pyspark import TaskContext
+from pyspark.sql.functions import udf
+from pyspark.sql.types import BinaryType
+
+from msgclient.embedded import KafkaBroker
+from tests.kafka.helpers import create_topic_blocking, read_blocking
+from tests.kafka.test_transactions import read_all
+from tests.spark.helpers import TIMEOUT, produce
+from tests.spark.test_sink import write
+
+JOB = Path(__file__).with_name("exactly_once_job.py")
+
+
+def committed_and_all(url: str, topic: str, committed: int, stored: int) -> list[bytes]:
+    """The values a read_committed consumer reads (exactly ``committed``), once a
+    read_uncommitted one has read exactly ``stored`` (the aborted ones too)."""
+
+    async def read() -> list[bytes]:
+        await read_all(url, topic, stored, isolation_level="read_uncommitted")
+        return await read_all(url, topic, committed)
+
+    return asyncio.run(asyncio.wait_for(read(), TIMEOUT))
+
+
+def test_a_batch_write_commits_every_task_at_once(
+    spark: Any, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    create_topic_blocking(kafka_broker.bootstrap_servers, topic, 3)
+    rows = [(b"k%d" % (i % 7), b"v%d" % i) for i in range(500)]
+    frame = spark.createDataFrame(rows, "key binary, value binary").repartition(4)
+    write(frame, {"url": kafka_broker.service_url, "topic": topic, "exactlyOnce": "true"})
+    values = committed_and_all(kafka_broker.service_url, topic, len(rows), len(rows))
+    assert sorted(values) == sorted(v for _, v in rows)
+
+
+# Spark buffers what it streams to a Python worker (spark.buffer.size, 64 KiB): 4 KB
+# values reach the writer a 50-row batch at a time, as the UDF makes them.
+PAD = b"." * 4000
+
+
+def failing_once(bootstrap: str, sink: str) -> Any:
+    """A UDF that pads values, and raises at v250 on the first attempt of its task once
+    the task has written some rows: that attempt leaves rows in an open transaction."""
+
+    def fail_once(value: bytes) -> bytes:
+        context = TaskContext.get()
+        if value == b"v250" and context is not None and context.attemptNumber() == 0:
+            consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+            try:
+                sink_partitions = [TopicPartition(sink, p) for p in (0, 1)]
+                deadline = time.monotonic() + TIMEOUT / 2
+                while sum(consumer.end_offsets(sink_partitions).values()) == 0:
+                    assert time.monotonic() < deadline, "the task wrote nothing"
+                    time.sleep(0.05)
+            finally:
+                consumer.close()
+            raise RuntimeError("the UDF fails once")
+        return value + PAD
+
+    return udf(fail_once, BinaryType())
+
+
+def test_a_task_failing_once_writes_its_rows_once(
+    spark: Any, kafka_broker: KafkaBroker, topic: str, tmp_path: Path
+) -> None:
+    url = kafka_broker.service_url
+    source, sink = f"{topic}-in", f"{topic}-out"
+    create_topic_blocking(kafka_broker.bootstrap_servers, source, 1)
+    create_topic_blocking(kafka_broker.bootstrap_servers, sink, 2)
+    sent = produce(url, source, 400)
+    fail_once = failing_once(kafka_broker.bootstrap_servers, sink)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        frame = (
+            spark.readStream.format("msgclient")
+            .option("url", url)
+            .option("subscribe", source)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", "300")
+            .load()
+            .select("key", fail_once("value").alias("value"))
+        )
+        query = (
+            frame.writeStream.format("msgclient")
+            .option("url", url)
+            .option("topic", sink)
+            .option("exactlyOnce", "true")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            assert query.awaitTermination(TIMEOUT), f"not finished within {TIMEOUT} s"
+            assert query.exception() is None
+        finally:
+            query.stop()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    # Some of v0..v249 went out in the failed attempt's transaction (aborted), then all
+    # again in the retry's.
+    stored = len(read_blocking(kafka_broker.bootstrap_servers, sink, None))
+    assert stored > len(sent)
+    values = committed_and_all(url, sink, len(sent), stored)
+    assert sorted(values) == sorted(s.value + PAD for s in sent)
+
+
+def run_job(url: str, source: str, sink: str, checkpoint: Path, kill: str) -> int:
+    """The streaming job in a driver process of its own (exactly_once_job.py); its exit
+    code (-9: killed as told)."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    job = subprocess.run(
+        [sys.executable, str(JOB), url, source, sink, str(checkpoint), kill],
+        env=environment,
+        capture_output=True,
+        timeout=2 * TIMEOUT,
+        check=False,
+    )
+    if job.returncode not in (0, -9):
+        raise AssertionError(job.stderr.decode(errors="replace")[-3000:])
+    return job.returncode
+
+
+@pytest.mark.parametrize("kill", ["before-commit", "after-commit"])
+def test_a_driver_killed_around_a_commit_and_restarted_writes_each_row_once(
+    kafka_broker: KafkaBroker, topic: str, tmp_path: Path, kill: str
+) -> None:
+    """Micro-batch 1 of 3 (100 rows each): the driver (its JVM) is killed just before
+    the sink commits it to Kafka, or just after (before Spark logs the commit). The
+    restarted query replays it: in the first case its tasks take their ids over, which
+    aborts what they prepared, and write again; in the second they find it written."""
+    url = kafka_broker.service_url
+    source, sink = f"{topic}-in", f"{topic}-out"
+    create_topic_blocking(kafka_broker.bootstrap_servers, source, 1)
+    create_topic_blocking(kafka_broker.bootstrap_servers, sink, 2)
+    sent = produce(url, source, 300)
+    checkpoint = tmp_path / "checkpoint"
+    assert run_job(url, source, sink, checkpoint, kill) == -9
+    assert run_job(url, source, sink, checkpoint, "none") == 0
+    # Before the commit: batch 1 was prepared, then aborted, then written again.
+    stored = len(sent) + (100 if kill == "before-commit" else 0)
+    values = committed_and_all(url, sink, len(sent), stored)
+    assert sorted(values) == sorted(s.value for s in sent)
