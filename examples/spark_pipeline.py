@@ -6,7 +6,8 @@ one, and a Spark job (local[2]; Java is found, or brought by the spark extra) th
 the clicks topic through ``spark.readStream.format("msgclient")`` into an aggregate (per
 user and per one-second window of event time: the number of clicks and their bytes) and
 writes each window's rows, once the window is over (a watermark), to an output topic
-through ``writeStream.format("msgclient")``, keyed by window and user. msgclient produces
+through ``writeStream.format("msgclient")`` (exactly once on Kafka), keyed by window and
+user. msgclient produces
 a sample stream meanwhile, then a last "tick" a few seconds later that moves the
 watermark past the last clicks' windows; at the end msgclient reads the output topic back,
 and the totals there are checked against what was produced. Ctrl-C stops everything
@@ -121,6 +122,8 @@ def aggregate(spark: Any, url: str, topic: str, output: str, checkpoint: str) ->
         .format("msgclient")
         .option("url", url)
         .option("topic", output)
+        # Kafka: each micro-batch's rows in transactions committed with it, read once.
+        .option("exactlyOnce", str(url.startswith("kafka")).lower())
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime="1 second")
         .start()
@@ -153,9 +156,11 @@ def follow(query: Any, expected: int, timeout: float, stop: threading.Event) -> 
 
 
 def read_counts(url: str, output: str, expected: int, timeout: float) -> dict[str, dict[str, int]]:
-    """The output topic read back with msgclient until it counts ``expected`` clicks (or
-    timeout): each window and user's row. The sink is at-least-once: a row written twice
-    is the same row again, counted once."""
+    """The output topic read back with msgclient (read_committed) until it counts
+    ``expected`` clicks (or timeout): each window and user's row. On Kafka the sink wrote
+    exactly once: a row read twice is an error. On Pulsar it is at-least-once: a row
+    written twice is the same row again, counted once."""
+    exactly_once = url.startswith("kafka")
 
     async def read() -> dict[str, dict[str, int]]:
         rows: dict[str, dict[str, int]] = {}
@@ -169,7 +174,10 @@ def read_counts(url: str, output: str, expected: int, timeout: float) -> dict[st
                     message = await reader.read_next(timeout_millis=1000)
                 except msgclient.ReceiveTimeoutError:
                     continue
-                rows[(message.key_bytes() or b"").decode()] = json.loads(message.data())
+                key = (message.key_bytes() or b"").decode()
+                if exactly_once and key in rows:
+                    raise RuntimeError(f"the row of {key!r} was written twice")
+                rows[key] = json.loads(message.data())
             await reader.close()
         return rows
 

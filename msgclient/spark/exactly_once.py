@@ -35,6 +35,16 @@ from msgclient.transaction import PreparedTransaction
 log = logging.getLogger("msgclient.spark")
 
 
+def transactional_id(write: str, partition: int) -> str:
+    """The transactional id of a task: ``write`` names the query or the batch write."""
+    return f"msgclient-sink-{write}-{partition}"
+
+
+def write_of(task_transactional_id: str) -> str:
+    """What ``transactional_id`` was given as ``write``."""
+    return task_transactional_id.removeprefix("msgclient-sink-").rsplit("-", 1)[0]
+
+
 @dataclass(frozen=True)
 class TaskScope:
     """Whose transaction a task writes in."""
@@ -51,8 +61,8 @@ class TaskScope:
         query = context.getLocalProperty("sql.streaming.queryId")
         batch = context.getLocalProperty("streaming.sql.batchId")
         if query is None or batch is None:
-            return cls(f"msgclient-sink-{job_id}-{context.partitionId()}", None)
-        return cls(f"msgclient-sink-{query}-{context.partitionId()}", int(batch))
+            return cls(transactional_id(job_id, context.partitionId()), None)
+        return cls(transactional_id(query, context.partitionId()), int(batch))
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,16 @@ class TaskWrite:
     rows: int
     prepared: PreparedTransaction | None  # None: nothing to commit
     replayed: bool = False  # the micro-batch's rows were committed before
+
+
+def abort_tasks(options: SinkOptions, write: str, partitions: int) -> None:
+    """Abort the transactions of every task of ``write``, prepared or left open by a task
+    that failed: each id is registered anew, which makes the broker abort its open
+    transaction (and fences a task still running). A client of its own: one coordinator
+    link per id, closed at the end."""
+    with blocking.Client(options.url, **options.client_options) as client:
+        for partition in range(partitions):
+            client.new_transaction(transactional_id=transactional_id(write, partition)).abort()
 
 
 def write_in_transaction(

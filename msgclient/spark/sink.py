@@ -21,8 +21,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from msgclient.errors import MsgClientError
-from msgclient.spark.exactly_once import TaskScope, write_in_transaction
+from msgclient.spark.exactly_once import TaskScope, abort_tasks, write_in_transaction, write_of
 from msgclient.spark.sink_options import InputColumns, SinkOptions
 from msgclient.spark.writing import sink_client, write_rows
 from msgclient.transaction import PreparedTransaction
@@ -71,7 +70,10 @@ class _RowWriter:
             f" ({replayed} rows of a replay written before)" if replayed else "",
         )
 
-    def _abort(self, messages: Sequence[WriterCommitMessage | None], what: str) -> None:
+    def _abort(
+        self, messages: Sequence[WriterCommitMessage | None], what: str, write: str | None
+    ) -> None:
+        """``write``: what names the tasks' transactional ids, if known."""
         written = _written(messages)
         if not self.options.exactly_once:
             log.warning(
@@ -81,23 +83,19 @@ class _RowWriter:
                 sum(m.rows for m in written),
             )
             return
-        client = sink_client(self.options)
-        for message in written:
-            if message.prepared is None:
-                continue
-            try:
-                client.abort_prepared(message.prepared)
-            except MsgClientError as error:  # its id's next epoch aborts it
-                log.warning(
-                    "msgclient sink: %s: aborting %s failed: %s",
-                    what,
-                    message.prepared.transactional_id,
-                    error,
-                )
+        prepared = [m.prepared for m in written if m.prepared is not None]
+        if write is None and prepared:
+            write = write_of(prepared[0].transactional_id)
+        if write is None:  # no task reported: their ids' next use (the replay) ends them
+            log.warning("msgclient sink: %s did not complete; no task reported", what)
+            return
+        abort_tasks(self.options, write, len(messages))
         log.warning(
-            "msgclient sink: %s did not complete (it failed or was stopped); its "
-            "transactions are aborted, none of its rows is visible to read_committed readers",
+            "msgclient sink: %s did not complete (it failed or was stopped); the "
+            "transactions of its %d tasks are aborted: none of its rows is visible to "
+            "read_committed readers",
             what,
+            len(messages),
         )
 
 
@@ -106,7 +104,7 @@ class BatchWriter(_RowWriter, DataSourceArrowWriter):
         self._commit(messages, "write")
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        self._abort(messages, "the write")
+        self._abort(messages, "the write", self.job_id)
 
 
 class StreamWriter(_RowWriter, DataSourceStreamArrowWriter):
@@ -114,7 +112,8 @@ class StreamWriter(_RowWriter, DataSourceStreamArrowWriter):
         self._commit(messages, f"micro-batch {batchId}")
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
-        self._abort(messages, f"micro-batch {batchId}")
+        # The query's id is known to the tasks only: their reports name it.
+        self._abort(messages, f"micro-batch {batchId}", None)
 
 
 def _written(messages: Sequence[WriterCommitMessage | None]) -> list[RowsWritten]:

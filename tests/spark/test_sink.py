@@ -139,6 +139,12 @@ def test_bad_options_and_columns_fail_before_any_task(
         (good, {"url": url, "topic": topic, "producer.no_such": "1"}, "'producer.no_such'"),
         (good, {"url": url, "topic": topic, "producer.acks": "lots"}, "not a number"),
         (good, {"url": url, "topic": topic, "producer.block_if_queue_full": "false"}, "waits"),
+        (good, {"url": url, "topic": topic, "exactlyOnce": "maybe"}, "'exactlyOnce'.*true"),
+        (
+            good,
+            {"url": "pulsar://127.0.0.1:1", "topic": topic, "exactlyOnce": "true"},
+            "'exactlyOnce'.*Kafka only",
+        ),
         (spark.createDataFrame([(1,)], "value int"), {"url": url, "topic": topic}, "'value'"),
         (spark.createDataFrame([(b"v",)], "data binary"), {"url": url, "topic": topic}, "no value"),
         (
