@@ -24,45 +24,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark import TaskContext
 
 from msgclient import blocking
 from msgclient.errors import MsgClientError
 from msgclient.spark.sink_options import InputColumns, SinkOptions
+from msgclient.spark.task_scope import TaskScope, task_name
 from msgclient.spark.writing import drop_client, first_topic, send_rows, sink_client
 from msgclient.transaction import PreparedTransaction
 
 log = logging.getLogger("msgclient.spark")
-
-
-def transactional_id(write: str, partition: int) -> str:
-    """The transactional id of a task: ``write`` names the query or the batch write."""
-    return f"msgclient-sink-{write}-{partition}"
-
-
-def write_of(task_transactional_id: str) -> str:
-    """What ``transactional_id`` was given as ``write``."""
-    return task_transactional_id.removeprefix("msgclient-sink-").rsplit("-", 1)[0]
-
-
-@dataclass(frozen=True)
-class TaskScope:
-    """Whose transaction a task writes in."""
-
-    name: str  # the transactional id, and the group that keeps the batch marker
-    batch_id: int | None  # the micro-batch; None: a batch write (nothing replays it)
-
-    @classmethod
-    def of_task(cls, job_id: str) -> TaskScope:
-        """The running task's: its streaming query's id (the same across restarts) and
-        micro-batch, else the batch write's ``job_id``; and its Spark partition."""
-        context = TaskContext.get()
-        assert context is not None, "a sink task runs in a Spark task"
-        query = context.getLocalProperty("sql.streaming.queryId")
-        batch = context.getLocalProperty("streaming.sql.batchId")
-        if query is None or batch is None:
-            return cls(transactional_id(job_id, context.partitionId()), None)
-        return cls(transactional_id(query, context.partitionId()), int(batch))
 
 
 @dataclass(frozen=True)
@@ -79,7 +49,7 @@ def abort_tasks(options: SinkOptions, write: str, partitions: int) -> None:
     link per id, closed at the end."""
     with blocking.Client(options.url, **options.client_options) as client:
         for partition in range(partitions):
-            client.new_transaction(transactional_id=transactional_id(write, partition)).abort()
+            client.new_transaction(transactional_id=task_name(write, partition)).abort()
 
 
 def write_in_transaction(

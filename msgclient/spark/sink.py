@@ -3,8 +3,9 @@
 Spark pickles the writers to its Python workers, so they hold only the parsed options and
 the input columns; the executors' clients live in ``writing``. At-least-once by default:
 a task ends only when the broker confirmed each of its rows, and a task that fails (or is
-retried) may have written some of its rows already. With ``exactlyOnce`` (Kafka), each
-task prepares a transaction and the driver commits them all (``exactly_once``).
+retried) may have written some of its rows already; on Pulsar with the same producer names
+and sequence ids (``stable_ids``). With ``exactlyOnce`` (Kafka), each task prepares a
+transaction and the driver commits them all (``exactly_once``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from msgclient.spark.exactly_once import TaskScope, abort_tasks, write_in_transaction, write_of
+from msgclient.spark.exactly_once import abort_tasks, write_in_transaction
+from msgclient.spark.positions import Protocol
 from msgclient.spark.sink_options import InputColumns, SinkOptions
+from msgclient.spark.stable_ids import write_with_stable_ids
+from msgclient.spark.task_scope import TaskScope, write_of
 from msgclient.spark.writing import sink_client, write_rows
 from msgclient.transaction import PreparedTransaction
 
@@ -49,19 +53,29 @@ class _RowWriter:
         self.job_id = uuid.uuid4().hex
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> RowsWritten:
-        if not self.options.exactly_once:
-            return RowsWritten(write_rows(self.options, self.columns, iterator))
-        scope = TaskScope.of_task(self.job_id)
-        task = write_in_transaction(self.options, self.columns, iterator, scope)
-        return RowsWritten(task.rows, task.prepared, task.replayed)
+        if self.options.exactly_once:
+            scope = TaskScope.of_task(self.job_id)
+            task = write_in_transaction(self.options, self.columns, iterator, scope)
+            return RowsWritten(task.rows, task.prepared, task.replayed)
+        if self.options.protocol is Protocol.PULSAR:
+            scope = TaskScope.of_task(self.job_id)
+            return RowsWritten(write_with_stable_ids(self.options, self.columns, iterator, scope))
+        return RowsWritten(write_rows(self.options, self.columns, iterator))
 
     def _commit(self, messages: Sequence[WriterCommitMessage | None], what: str) -> None:
         written = _written(messages)
-        if self.options.exactly_once:
+        prepared = [m.prepared for m in written if m.prepared is not None]
+        if prepared:
             client = sink_client(self.options)
-            for message in written:
-                if message.prepared is not None:
-                    client.commit_prepared(message.prepared)
+            for transaction in prepared:
+                client.commit_prepared(transaction)
+            if len(prepared) > 1:
+                # tansu closes a transaction only if every transaction that wrote to a
+                # partition it wrote has ended (docs/spark.md): the first ones ended could
+                # hold read_committed readers back for good. Ended again, now that all
+                # have, they all close; Kafka answers a repeated commit as done.
+                for transaction in prepared:
+                    client.commit_prepared(transaction)
         replayed = sum(m.rows for m in written if m.replayed)
         log.info(
             "msgclient sink: %s: %d rows written%s",

@@ -56,6 +56,8 @@ _REFUSED = {
     "block_if_queue_full": "the sink always waits for room (a bulk write is a stream)",
     "message_router": "a function cannot be given as text",
     "transactional_id": "the sink's transactions are its own",
+    "producer_name": "the sink names its producers after its tasks (Pulsar deduplication)",
+    "initial_sequence_id": "the sink numbers its messages by micro-batch (Pulsar deduplication)",
 }
 
 

@@ -50,27 +50,51 @@ def send_rows(
     batches: Iterator[pa.RecordBatch],
     producer_of: Callable[[str], blocking.Producer],
     failed: Callable[[str], None] = lambda topic: None,
+    pin_unkeyed: Callable[[str], int] | None = None,
 ) -> int:
     """Send the rows of ``batches`` with the producer of each topic; ``failed(topic)``: a
-    send to it failed (its error is raised then)."""
+    send to it failed (its error is raised then). ``pin_unkeyed(topic)``: the partition
+    of a batch's rows with neither key nor partition (else the producer routes them)."""
     written = 0
     for batch in batches:
         for (topic, partition), rows in _by_target(batch, options, columns):
             producer = producer_of(topic)
-            try:
-                producer.send_many(
-                    _values(rows.column("value")),
-                    keys=_keys(rows.column("key"), options) if columns.key else None,
-                    properties=_properties(rows.column("headers"), options)
-                    if columns.headers
-                    else None,
-                    partition=partition,
-                )
-            except MsgClientError:
-                failed(topic)
-                raise
+            for pinned, part in _pinned(rows, topic, partition, columns, pin_unkeyed):
+                try:
+                    producer.send_many(
+                        _values(part.column("value")),
+                        keys=_keys(part.column("key"), options) if columns.key else None,
+                        properties=_properties(part.column("headers"), options)
+                        if columns.headers
+                        else None,
+                        partition=pinned,
+                    )
+                except MsgClientError:
+                    failed(topic)
+                    raise
         written += batch.num_rows
     return written
+
+
+def _pinned(
+    rows: pa.RecordBatch,
+    topic: str,
+    partition: int | None,
+    columns: InputColumns,
+    pin_unkeyed: Callable[[str], int] | None,
+) -> Iterator[tuple[int | None, pa.RecordBatch]]:
+    """``rows`` by the partition to send them to (None: the producer routes by key)."""
+    if partition is not None or pin_unkeyed is None:
+        yield partition, rows
+        return
+    keyless = rows.column("key").is_null() if columns.key else None
+    if keyless is None or keyless.true_count == rows.num_rows:
+        yield pin_unkeyed(topic), rows
+        return
+    if keyless.true_count:
+        yield pin_unkeyed(topic), rows.filter(keyless)
+        rows = rows.filter(pc.invert(keyless))
+    yield None, rows
 
 
 def first_topic(batch: pa.RecordBatch, options: SinkOptions) -> str:

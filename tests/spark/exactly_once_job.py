@@ -3,7 +3,9 @@ driver takes its SparkContext with it):
 
     python tests/spark/exactly_once_job.py URL SOURCE SINK CHECKPOINT KILL
 
-copies SOURCE to SINK with exactlyOnce=true, 100 rows a micro-batch (Trigger.AvailableNow).
+copies SOURCE to SINK, 100 rows a micro-batch (Trigger.AvailableNow), with
+exactlyOnce=true on Kafka (at-least-once, with stable producer names and sequence ids, on
+Pulsar).
 KILL is ``none``, or ``before-commit`` / ``after-commit``: when Spark commits micro-batch 1,
 the sink's commit (in a Python worker of the driver) kills this driver and its JVM with
 SIGKILL, before or after it commits the tasks' transactions to Kafka; Spark has not logged
@@ -62,10 +64,11 @@ def main(url: str, source: str, sink: str, checkpoint: str, kill: str) -> None:
     spark = local_session("local[2]", "msgclient-exactly-once-job")
     pids.write_text(f"{spark.sparkContext._gateway.proc.pid} {os.getpid()}")
     spark.dataSource.register(KillingSource)
+    kafka = url.startswith("kafka")
     query = (
         spark.readStream.format("msgclient")
         .option("url", url)
-        .option("subscribe", source)
+        .option("subscribe" if kafka else "topic", source)
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", "100")
         .load()
@@ -73,7 +76,7 @@ def main(url: str, source: str, sink: str, checkpoint: str, kill: str) -> None:
         .writeStream.format("msgclient-killing")
         .option("url", url)
         .option("topic", sink)
-        .option("exactlyOnce", "true")
+        .option("exactlyOnce", str(kafka).lower())
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()

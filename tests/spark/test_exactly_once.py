@@ -81,6 +81,23 @@ def failing_once(bootstrap: str, sink: str) -> Any:
     return udf(fail_once, BinaryType())
 
 
+def test_tasks_overlapping_on_partitions_are_all_read(
+    spark: Any, kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """Tasks writing partitions {0, 1}, {1, 2} and {2}, committed in that order: tansu
+    closes a transaction only if every transaction overlapping it has ended, so the first
+    stayed open (and partitions 0 and 1 unreadable by read_committed consumers) until the
+    driver learnt to end them all a second time."""
+    create_topic_blocking(kafka_broker.bootstrap_servers, topic, 3)
+    rows = [(b"a", 0), (b"b", 1), (b"c", 1), (b"d", 2), (b"e", 2), (b"f", 2)]
+    frame = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, 3), "value binary, partition int"
+    )
+    write(frame, {"url": kafka_broker.service_url, "topic": topic, "exactlyOnce": "true"})
+    values = committed_and_all(kafka_broker.service_url, topic, len(rows), len(rows))
+    assert sorted(values) == [v for v, _ in rows]
+
+
 def test_a_task_failing_once_writes_its_rows_once(
     spark: Any, kafka_broker: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
