@@ -341,12 +341,18 @@ def run_spark(parser: argparse.ArgumentParser, args: argparse.Namespace, results
             else args.bootstrap_servers and f"kafka://{args.bootstrap_servers}"
         )
         if args.write:
-            result = spark_sink.run(
+            written = spark_sink.run(
                 url, args.messages, args.size, args.partitions, args.rounds, broker, args.master
             )
             results.rates[f"spark sink on {broker}"] = {
-                "plain producer": result.plain_rate,
-                "spark sink": result.spark_rate,
+                "plain producer": written.plain_rate,
+                "spark sink": written.sink_rate,
+                **(
+                    {}
+                    if written.exactly_once_rate is None
+                    else {"spark sink exactlyOnce": written.exactly_once_rate}
+                ),
+                "spark, rows discarded": written.discard_rate,
             }
             continue
         result = spark_source.run(

@@ -9,8 +9,10 @@ planning and task start included, after a warm-up write has started Spark's Pyth
 workers and their producers. The plain producer sends the same values with ``send_many``,
 10 000 a call, at the sink's batching; the clock runs until the last is confirmed. On
 Kafka each round also writes with ``exactlyOnce=true`` (the tasks' transactions committed
-by the driver, inside the clock). Rounds alternate; best of ``rounds`` for each. Run by
-``python -m msgclient.perf spark --write``.
+by the driver, inside the clock). Each round also writes the same DataFrame to a Python
+data source that discards its rows: what Spark itself costs (the JVM's rows to Arrow
+batches in the Python workers), the ceiling of any Python sink. Rounds alternate; best of
+``rounds`` for each. Run by ``python -m msgclient.perf spark --write``.
 """
 
 from __future__ import annotations
@@ -18,15 +20,23 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from msgclient.perf import event_loop
-from msgclient.perf.spark_source import Result
 from msgclient.spark.sink_options import WRITER_DEFAULTS
 
 CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class SinkResult:
+    plain_rate: float  # messages/s
+    sink_rate: float  # rows/s
+    exactly_once_rate: float | None  # rows/s (Kafka)
+    discard_rate: float  # rows/s, Spark alone
 
 
 def run(
@@ -37,10 +47,10 @@ def run(
     rounds: int,
     broker: str,
     master: str,
-) -> Result:
-    """Measure and print both rates and their ratio (``url``: an existing broker; None: an
+) -> SinkResult:
+    """Measure and print the rates and their ratios (``url``: an existing broker; None: an
     embedded one)."""
-    # A topic for each write (the warm-up's, and three a round), made with the broker.
+    # A topic for each write (the warm-up's, and up to three a round), made with the broker.
     topics = [f"perf-sink-{uuid.uuid4().hex[:8]}" for _ in range(1 + 3 * rounds)]
     with ExitStack() as stack:
         url = url or _start_broker(stack, broker, topics, partitions)
@@ -48,7 +58,7 @@ def run(
             _create_kafka_topics(url, topics, partitions)
         print(f"broker {url}; {messages:,} x {size} B rows, {partitions} partitions")
         spark = _session(stack, master, url, topics.pop(), size)
-        plain = spark_rate = exactly_once_rate = 0.0
+        plain = sink = exactly_once = discard = 0.0
         kafka = url.startswith("kafka")
         for number in range(1, rounds + 1):
             rate = _plain_produce(url, topics.pop(), messages, size)
@@ -56,20 +66,27 @@ def run(
             plain = max(plain, rate)
             rate = _spark_write(spark, url, topics.pop(), messages, size, partitions)
             print(f"  round {number}: spark sink ({master})     {rate:>10,.0f} rows/s", flush=True)
-            spark_rate = max(spark_rate, rate)
+            sink = max(sink, rate)
             if kafka:
                 rate = _spark_write(spark, url, topics.pop(), messages, size, partitions, True)
                 print(f"  round {number}: spark sink exactlyOnce {rate:>10,.0f} rows/s", flush=True)
-                exactly_once_rate = max(exactly_once_rate, rate)
-    result = Result(plain, spark_rate)
+                exactly_once = max(exactly_once, rate)
+            rate = _discard(spark, messages, size, partitions)
+            print(f"  round {number}: spark, rows discarded  {rate:>10,.0f} rows/s", flush=True)
+            discard = max(discard, rate)
     print(f"best of {rounds} rounds:")
     print(f"  plain msgclient producer {plain:>12,.0f} msg/s")
-    print(f"  spark sink ({master})     {spark_rate:>12,.0f} rows/s")
-    print(f"  ratio spark / plain: {result.ratio:.2f}x")
+    print(f"  spark sink ({master})     {sink:>12,.0f} rows/s   {sink / plain:.2f}x plain")
     if kafka:
-        print(f"  spark sink exactlyOnce  {exactly_once_rate:>12,.0f} rows/s")
-        print(f"  ratio exactlyOnce / plain: {exactly_once_rate / plain:.2f}x")
-    return result
+        print(
+            f"  spark sink exactlyOnce  {exactly_once:>12,.0f} rows/s   "
+            f"{exactly_once / plain:.2f}x plain"
+        )
+    print(
+        f"  spark, rows discarded  {discard:>12,.0f} rows/s   {discard / plain:.2f}x plain "
+        "(Spark alone: the ceiling of a Python sink)"
+    )
+    return SinkResult(plain, sink, exactly_once if kafka else None, discard)
 
 
 def _start_broker(stack: ExitStack, broker: str, topics: list[str], partitions: int) -> str:
@@ -119,10 +136,20 @@ def _session(stack: ExitStack, master: str, url: str, topic: str, size: int) -> 
 
     spark = local_session(master, "msgclient-perf-sink")
     stack.callback(spark.stop)
+    from msgclient.perf.discarding_sink import DiscardingSink
+
+    spark.dataSource.register(DiscardingSink)
     _frame(spark, 1000, size, 2).write.format("msgclient").option("url", url).option(
         "topic", topic
     ).mode("append").save()
     return spark
+
+
+def _discard(spark: Any, count: int, size: int, partitions: int) -> float:
+    writer = _frame(spark, count, size, partitions).write.format("msgclient-perf-discard")
+    started = time.perf_counter()
+    writer.mode("append").save()
+    return count / (time.perf_counter() - started)
 
 
 def _spark_write(

@@ -103,7 +103,8 @@ class _RowWriter:
         if write is None:  # no task reported: their ids' next use (the replay) ends them
             log.warning("msgclient sink: %s did not complete; no task reported", what)
             return
-        abort_tasks(self.options, write, len(messages))
+        if not abort_tasks(self.options, write, len(messages)):
+            return
         log.warning(
             "msgclient sink: %s did not complete (it failed or was stopped); the "
             "transactions of its %d tasks are aborted: none of its rows is visible to "

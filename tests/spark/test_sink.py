@@ -167,9 +167,10 @@ def test_bad_options_and_columns_fail_before_any_task(
         ).save()
 
 
-def test_a_failed_send_fails_the_write(spark: Any, topic: str) -> None:
+@pytest.mark.parametrize("exactly_once", ["false", "true"])
+def test_a_failed_send_fails_the_write(spark: Any, topic: str, exactly_once: str) -> None:
     """No broker at the address: the task fails with the client's error, and so does the
-    write (it does not hang)."""
+    write (it does not hang), exactly-once or not."""
     frame = spark.createDataFrame([(b"v",)], "value binary")
     started = time.monotonic()
     with pytest.raises(Exception, match=r"(?i)connect"):
@@ -179,6 +180,7 @@ def test_a_failed_send_fails_the_write(spark: Any, topic: str) -> None:
                 "url": "kafka://127.0.0.1:1",
                 "topic": topic,
                 "client.operation_timeout_seconds": "3",
+                "exactlyOnce": exactly_once,
             },
         )
     assert time.monotonic() - started < TIMEOUT
