@@ -114,6 +114,20 @@ def run_available_now(
     return sink
 
 
+def write_available_now(frame: Any, options: dict[str, str], checkpoint: str) -> None:
+    """Write a streaming DataFrame through the sink with Trigger.AvailableNow, to its end
+    (bounded); the query must not fail."""
+    writer = frame.writeStream.format("msgclient").option("checkpointLocation", checkpoint)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    query = writer.trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(TIMEOUT), f"not finished within {TIMEOUT} s"
+        assert query.exception() is None
+    finally:
+        query.stop()
+
+
 def read_batch(spark: Any, options: dict[str, str]) -> list[Any]:
     reader = spark.read.format("msgclient")
     for key, value in options.items():

@@ -26,7 +26,7 @@ from pyspark.sql.types import BinaryType
 from msgclient.embedded import KafkaBroker
 from tests.kafka.helpers import create_topic_blocking, read_blocking
 from tests.kafka.test_transactions import read_all
-from tests.spark.helpers import TIMEOUT, produce
+from tests.spark.helpers import TIMEOUT, produce, write_available_now
 from tests.spark.test_sink import write
 
 JOB = Path(__file__).with_name("exactly_once_job.py")
@@ -118,20 +118,8 @@ def test_a_task_failing_once_writes_its_rows_once(
             .load()
             .select("key", fail_once("value").alias("value"))
         )
-        query = (
-            frame.writeStream.format("msgclient")
-            .option("url", url)
-            .option("topic", sink)
-            .option("exactlyOnce", "true")
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        try:
-            assert query.awaitTermination(TIMEOUT), f"not finished within {TIMEOUT} s"
-            assert query.exception() is None
-        finally:
-            query.stop()
+        options = {"url": url, "topic": sink, "exactlyOnce": "true"}
+        write_available_now(frame, options, str(tmp_path / "checkpoint"))
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     # Some of v0..v249 went out in the failed attempt's transaction (aborted), then all

@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from tests.kafka.helpers import create_topic_blocking, read_blocking
 from tests.pulsar.helpers import official_client, receive_blocking, subscribe
-from tests.spark.helpers import TIMEOUT, produce
+from tests.spark.helpers import TIMEOUT, produce, write_available_now
 
 HEADER = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 KAFKA_ROWS = StructType(
@@ -205,19 +205,7 @@ def test_a_streaming_write_restarted_from_its_checkpoint_loses_nothing(
             .load()
             .select("key", "value")
         )
-        query = (
-            frame.writeStream.format("msgclient")
-            .option("url", url)
-            .option("topic", sink)
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start()
-        )
-        try:
-            assert query.awaitTermination(TIMEOUT), f"not finished within {TIMEOUT} s"
-            assert query.exception() is None
-        finally:
-            query.stop()
+        write_available_now(frame, {"url": url, "topic": sink}, checkpoint)
 
     with official_client(url) as official:
         consumer = subscribe(official, sink)
