@@ -340,6 +340,30 @@ class Producer(Closing):
             )
         )
 
+    def send_many_async(
+        self,
+        values: Sequence[bytes | None],
+        *,
+        keys: Sequence[str | bytes | None] | None = None,
+        properties: Sequence[Mapping[str, str] | None] | None = None,
+        event_timestamps: Sequence[int | None] | None = None,
+        partition: int | None = None,
+    ) -> concurrent.futures.Future[SentMessages]:
+        """As the async ``send_many_async``: returns once every batch is queued (a next
+        call's messages come after these), a future of their confirmation."""
+        queued = self._runner.run(
+            self._producer.send_many_async(
+                values,
+                keys=keys,
+                properties=properties,
+                event_timestamps=event_timestamps,
+                partition=partition,
+            )
+        )
+        result: concurrent.futures.Future[SentMessages] = concurrent.futures.Future()
+        self._runner.loop.call_soon_threadsafe(_chain, queued, result)
+        return result
+
     def flush(self) -> None:
         self._runner.run(self._producer.flush())
 

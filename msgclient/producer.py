@@ -193,10 +193,31 @@ class Producer(AsyncClosing):
         event_timestamps: Sequence[int | None] | None = None,
         partition: int | None = None,
     ) -> SentMessages:
-        """Send ``values`` (None: a null value), with ``keys``, ``properties`` (Kafka
+        """Send ``values`` and wait until the broker stored them all: ``send_many_async``,
+        then its confirmation."""
+        confirmed = await self.send_many_async(
+            values,
+            keys=keys,
+            properties=properties,
+            event_timestamps=event_timestamps,
+            partition=partition,
+        )
+        return await confirmed
+
+    async def send_many_async(
+        self,
+        values: Sequence[bytes | None],
+        *,
+        keys: Sequence[str | bytes | None] | None = None,
+        properties: Sequence[Mapping[str, str] | None] | None = None,
+        event_timestamps: Sequence[int | None] | None = None,
+        partition: int | None = None,
+    ) -> asyncio.Future[SentMessages]:
+        """Queue ``values`` (None: a null value), with ``keys``, ``properties`` (Kafka
         headers) and ``event_timestamps`` (ms) if given, a column each (None in one: that
-        record has none), and wait until the broker stored them all: the bulk path, by
-        columns, with no Message, future or call per message (docs/producer.md).
+        record has none): the bulk path, by columns, with no Message, future or call per
+        message (docs/producer.md). Returns once every batch is queued (so a next call's
+        messages come after these), a future of their confirmation.
 
         Values go out in batches cut as ``send_async``'s (``batching_max_messages``,
         ``batching_max_allowed_size_in_bytes``), keyed ones to their key's partition,
@@ -204,9 +225,10 @@ class Producer(AsyncClosing):
         routing mode; CustomPartition is refused). Each batch waits for room in the
         pending and memory limits (whatever ``block_if_queue_full`` says: a bulk call is a
         stream), counts against the send timeout, and is resent after a reconnect with
-        its sequence numbers, as any batch. If a batch fails, the call raises its error
-        once every batch is settled; the others may be stored. Returns the messages' ids
-        in the order of ``values``, made when read. In a transaction as ``send_async``.
+        its sequence numbers, as any batch. If a batch fails, the future fails with its
+        error once every batch is settled; the others may be stored. Its result: the
+        messages' ids in the order of ``values``, made when read. In a transaction as
+        ``send_async``.
         ``partition``: every value to this partition of a partitioned topic (0 on a topic
         of one), whatever the keys and the routing mode say.
         """
@@ -237,7 +259,9 @@ class Producer(AsyncClosing):
             transaction = self._transactions.for_send(None, self)
         count = len(values)
         if not count:
-            return SentMessages(0, [])
+            nothing: asyncio.Future[SentMessages] = asyncio.get_running_loop().create_future()
+            nothing.set_result(SentMessages(0, []))
+            return nothing
         checked_keys = _key_column(keys, count)
         _check_columns(count, properties, event_timestamps)
         size_limit = partitions[0].max_message_size
@@ -287,17 +311,8 @@ class Producer(AsyncClosing):
                 transaction.check_open("send")  # it ended meanwhile: raises
             futures.append(producer.enqueue_columns(columns, size))
             await asyncio.sleep(0)  # the batch goes out while the next ones are cut
-        await asyncio.wait(futures)
-        for future in futures:
-            if future.exception() is not None:
-                raise future.exception()  # type: ignore[misc]
-        return SentMessages(
-            count,
-            [
-                (positions, f.result())
-                for (_, positions, _, _), f in zip(batches, futures, strict=True)
-            ],
-        )
+        taken_by_batch = [taken for _, taken, _, _ in batches]
+        return asyncio.ensure_future(_confirmed(count, taken_by_batch, futures))
 
     async def _wait_for_slot(self, pending: Limit, topic: str) -> None:
         if not self._block:
@@ -565,4 +580,20 @@ def _to_bytes(value: object) -> bytes:
         "message value must be bytes, bytearray, memoryview or None (a null value), "
         f"not {type(value).__name__}"
         + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
+    )
+
+
+async def _confirmed(
+    count: int,
+    positions: list[Sequence[int] | range],
+    futures: list[asyncio.Future[Callable[[], list[MessageId]]]],
+) -> SentMessages:
+    """The ids of a ``send_many_async`` call once every batch is settled; the first failed
+    batch's error if one failed."""
+    await asyncio.wait(futures)
+    for future in futures:
+        if future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
+    return SentMessages(
+        count, [(taken, f.result()) for taken, f in zip(positions, futures, strict=True)]
     )

@@ -41,6 +41,7 @@ def write_with_stable_ids(
     """Send the task's rows with its own producers; how many (all confirmed)."""
     client = sink_client(options)
     producers: dict[str, blocking.Producer] = {}
+    partitions: dict[str, int] = {}
     turns: dict[str, int] = {}
 
     def producer_of(topic: str) -> blocking.Producer:
@@ -55,8 +56,10 @@ def write_with_stable_ids(
         return producer
 
     def pin_unkeyed(topic: str) -> int:
+        if topic not in partitions:
+            partitions[topic] = len(client.get_topic_partitions(topic))
         turn = turns[topic] = turns.get(topic, -1) + 1
-        return (scope.partition + turn) % len(client.get_topic_partitions(topic))
+        return (scope.partition + turn) % partitions[topic]
 
     try:
         return send_rows(options, columns, batches, producer_of, pin_unkeyed=pin_unkeyed)

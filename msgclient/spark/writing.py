@@ -11,6 +11,7 @@ that failed is dropped (the next task makes a new one).
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from msgclient import blocking
 from msgclient.errors import MsgClientError
+from msgclient.sent_messages import SentMessages
 from msgclient.spark.positions import Protocol
 from msgclient.spark.sink_options import InputColumns, SinkOptions
 
@@ -54,14 +56,19 @@ def send_rows(
 ) -> int:
     """Send the rows of ``batches`` with the producer of each topic; ``failed(topic)``: a
     send to it failed (its error is raised then). ``pin_unkeyed(topic)``: the partition
-    of a batch's rows with neither key nor partition (else the producer routes them)."""
+    of a batch's rows with neither key nor partition (else the producer routes them).
+
+    One call is confirmed while the next batch is read and queued: Spark's conversion of
+    a batch overlaps the broker's work on the previous one, and a task still ends only
+    when every row is confirmed."""
     written = 0
+    in_flight: tuple[str, concurrent.futures.Future[SentMessages]] | None = None
     for batch in batches:
         for (topic, partition), rows in _by_target(batch, options, columns):
             producer = producer_of(topic)
             for pinned, part in _pinned(rows, topic, partition, columns, pin_unkeyed):
                 try:
-                    producer.send_many(
+                    queued = producer.send_many_async(
                         _values(part.column("value")),
                         keys=_keys(part.column("key"), options) if columns.key else None,
                         properties=_properties(part.column("headers"), options)
@@ -72,8 +79,25 @@ def send_rows(
                 except MsgClientError:
                     failed(topic)
                     raise
+                if in_flight is not None:
+                    _confirm(*in_flight, failed)
+                in_flight = (topic, queued)
         written += batch.num_rows
+    if in_flight is not None:
+        _confirm(*in_flight, failed)
     return written
+
+
+def _confirm(
+    topic: str,
+    queued: concurrent.futures.Future[SentMessages],
+    failed: Callable[[str], None],
+) -> None:
+    try:
+        queued.result()
+    except MsgClientError:
+        failed(topic)
+        raise
 
 
 def _pinned(

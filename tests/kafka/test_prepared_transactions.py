@@ -9,7 +9,7 @@ import pytest
 import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from tests.kafka.helpers import create_topic
-from tests.kafka.test_transactions import read_all, within
+from tests.kafka.test_transactions import GROUP, read_all, within
 
 
 async def test_a_prepared_transaction_is_committed_by_another_client(
@@ -83,9 +83,7 @@ async def test_what_cannot_be_prepared(kafka_broker: KafkaBroker, topic: str) ->
         producer = await client.create_producer(topic, transactional_id=f"tx-{topic}")
         await producer.send(b"to acknowledge", transaction=await client.new_transaction())
         await producer.commit_transaction()
-        consumer = await client.subscribe(
-            topic, f"g-{topic}", initial_position=msgclient.InitialPosition.Earliest
-        )
+        consumer = await client.subscribe(topic, f"g-{topic}", **GROUP)
         message = await within(consumer.receive())
         transaction = await client.new_transaction()
         consumer.acknowledge(message, transaction=transaction)

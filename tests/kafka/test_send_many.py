@@ -430,3 +430,31 @@ async def test_an_explicit_partition_takes_every_value(
         (2, v, k.encode())
         for v, k in zip(values, keys, strict=True)  # type: ignore[union-attr]
     ]
+
+
+async def test_calls_queued_one_after_another_keep_their_order(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """send_many_async returns once its batches are queued: the next call's values come
+    after them in every partition (the Spark sink converts its next batch while the
+    previous one is confirmed); the blocking facade's likewise."""
+    await create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    calls = [[b"%d-%d" % (call, i) for i in range(3000)] for call in range(4)]
+    keys: list[str | bytes | None] = [f"k{i % 5}" for i in range(3000)]
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        producer = await client.create_producer(topic, batching_max_messages=500)
+        # the second call is queued before the first is confirmed
+        queued = [await within(producer.send_many_async(values, keys=keys)) for values in calls[:2]]
+        sent = [await within(future) for future in queued]
+    assert [len(ids) for ids in sent] == [3000, 3000]
+    with msgclient.blocking.Client(kafka_broker.service_url) as blocking_client:
+        producer = blocking_client.create_producer(topic, batching_max_messages=500)
+        pending = [producer.send_many_async(values, keys=keys) for values in calls[2:]]
+        assert [len(future.result(timeout=TIMEOUT)) for future in pending] == [3000, 3000]
+    records = await read(kafka_broker.bootstrap_servers, topic, 12_000)
+    for partition in (0, 1):
+        stored = [
+            r.value for r in sorted(records, key=lambda r: r.offset) if r.partition == partition
+        ]
+        # in the order they were given: call by call, value by value
+        assert stored == sorted(stored, key=lambda v: tuple(map(int, v.split(b"-"))))

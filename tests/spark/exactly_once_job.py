@@ -3,13 +3,11 @@ driver takes its SparkContext with it):
 
     python tests/spark/exactly_once_job.py URL SOURCE SINK CHECKPOINT KILL
 
-copies SOURCE to SINK, 100 rows a micro-batch (Trigger.AvailableNow), with
-exactlyOnce=true on Kafka (at-least-once, with stable producer names and sequence ids, on
-Pulsar).
-KILL is ``none``, or ``before-commit`` / ``after-commit``: when Spark commits micro-batch 1,
-the sink's commit (in a Python worker of the driver) kills this driver and its JVM with
-SIGKILL, before or after it commits the tasks' transactions to Kafka; Spark has not logged
-the commit then, so a restart replays the micro-batch.
+copies SOURCE to SINK with exactlyOnce=true, 100 rows a micro-batch (Trigger.AvailableNow).
+KILL is ``none``, or ``before-commit:N`` / ``after-commit:N``: when Spark commits
+micro-batch N, the sink's commit (in a Python worker of the driver) kills this driver and
+its JVM with SIGKILL, before or after it commits the tasks' transactions to Kafka; Spark has
+not logged the commit then, so a restart replays the micro-batch.
 """
 
 from __future__ import annotations
@@ -25,12 +23,12 @@ from pyspark.sql.datasource import WriterCommitMessage
 from msgclient.spark.sink import StreamWriter
 from msgclient.spark.source import MsgClientDataSource
 
-KILLED_BATCH = 1
-
 
 class KillingStreamWriter(StreamWriter):
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
-        kill = os.environ["EXACTLY_ONCE_JOB_KILL"] if batchId == KILLED_BATCH else "none"
+        kill, _, batch = os.environ["EXACTLY_ONCE_JOB_KILL"].partition(":")
+        if batch != str(batchId):
+            kill = "none"
         if kill == "before-commit":
             _kill_the_driver()
         super().commit(messages, batchId)
@@ -64,11 +62,10 @@ def main(url: str, source: str, sink: str, checkpoint: str, kill: str) -> None:
     spark = local_session("local[2]", "msgclient-exactly-once-job")
     pids.write_text(f"{spark.sparkContext._gateway.proc.pid} {os.getpid()}")
     spark.dataSource.register(KillingSource)
-    kafka = url.startswith("kafka")
     query = (
         spark.readStream.format("msgclient")
         .option("url", url)
-        .option("subscribe" if kafka else "topic", source)
+        .option("subscribe", source)
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", "100")
         .load()
@@ -76,7 +73,7 @@ def main(url: str, source: str, sink: str, checkpoint: str, kill: str) -> None:
         .writeStream.format("msgclient-killing")
         .option("url", url)
         .option("topic", sink)
-        .option("exactlyOnce", str(kafka).lower())
+        .option("exactlyOnce", "true")
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()

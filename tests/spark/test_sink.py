@@ -179,7 +179,7 @@ def test_a_failed_send_fails_the_write(spark: Any, topic: str, exactly_once: str
             {
                 "url": "kafka://127.0.0.1:1",
                 "topic": topic,
-                "client.operation_timeout_seconds": "3",
+                "client.operation_timeout_seconds": "1",
                 "exactlyOnce": exactly_once,
             },
         )
