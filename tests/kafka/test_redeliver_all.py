@@ -8,6 +8,7 @@ import pytest
 import msgclient
 from msgclient.embedded import KafkaBroker
 from tests.kafka.helpers import create_topic
+from tests.kafka.test_transactions import GROUP
 
 
 async def test_redeliver_everything_is_refused_naming_the_alternative(
@@ -15,9 +16,7 @@ async def test_redeliver_everything_is_refused_naming_the_alternative(
 ) -> None:
     await create_topic(kafka_broker.bootstrap_servers, topic, 1)
     async with msgclient.Client(kafka_broker.service_url) as client:
-        consumer = await client.subscribe(
-            topic, "g-" + topic, consumer_type=msgclient.ConsumerType.Failover
-        )
+        consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
         with pytest.raises(msgclient.InvalidConfigurationError, match="negative_acknowledge"):
             consumer.redeliver_unacknowledged_messages()
         await consumer.close()

@@ -4,10 +4,10 @@ driver takes its SparkContext with it):
     python tests/spark/exactly_once_job.py URL SOURCE SINK CHECKPOINT KILL
 
 copies SOURCE to SINK with exactlyOnce=true, 100 rows a micro-batch (Trigger.AvailableNow).
-KILL is ``none``, or ``before-commit:N`` / ``after-commit:N``: when Spark commits
-micro-batch N, the sink's commit (in a Python worker of the driver) kills this driver and
-its JVM with SIGKILL, before or after it commits the tasks' transactions to Kafka; Spark has
-not logged the commit then, so a restart replays the micro-batch.
+KILL is ``none``, or ``after-commit:N``: when Spark commits micro-batch N, the sink's commit
+(in a Python worker of the driver) kills this driver and its JVM with SIGKILL once it has
+committed the tasks' transactions to Kafka; Spark has not logged the commit then, so a
+restart replays the micro-batch.
 """
 
 from __future__ import annotations
@@ -26,13 +26,8 @@ from msgclient.spark.source import MsgClientDataSource
 
 class KillingStreamWriter(StreamWriter):
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
-        kill, _, batch = os.environ["EXACTLY_ONCE_JOB_KILL"].partition(":")
-        if batch != str(batchId):
-            kill = "none"
-        if kill == "before-commit":
-            _kill_the_driver()
         super().commit(messages, batchId)
-        if kill == "after-commit":
+        if os.environ["EXACTLY_ONCE_JOB_KILL"] == f"after-commit:{batchId}":
             _kill_the_driver()
 
 
@@ -40,7 +35,7 @@ def _kill_the_driver() -> None:
     pids = Path(os.environ["EXACTLY_ONCE_JOB_PIDS"]).read_text().split()
     for pid in pids:  # the JVM first: it must not log the commit
         os.kill(int(pid), signal.SIGKILL)
-    os._exit(1)  # nor may this worker go on with the commit
+    os._exit(1)  # and this worker answers nobody
 
 
 class KillingSource(MsgClientDataSource):

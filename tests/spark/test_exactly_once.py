@@ -194,23 +194,20 @@ def run_job(url: str, source: str, sink: str, checkpoint: Path, kill: str) -> in
     return job.returncode
 
 
-def test_a_driver_killed_around_commits_and_restarted_writes_each_row_once(
+def test_a_driver_killed_after_its_commit_and_restarted_writes_each_row_once(
     kafka_broker: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
-    """Micro-batches of 100 rows, 400 in all. The first run's driver (its JVM) is killed
-    just before the sink commits micro-batch 1 to Kafka: the restart replays it, its tasks
-    take their ids over (which aborts what they prepared) and write it again. That run is
-    killed just after the sink committed micro-batch 2, before Spark logged it: the last
-    run replays it, and its tasks find it written."""
+    """Micro-batches of 100 rows, 300 in all. The driver (its JVM) is killed just after
+    the sink committed micro-batch 1 to Kafka, before Spark logged it: the restarted query
+    replays it, and its tasks find it written. (A replay of a micro-batch that was only
+    prepared aborts and writes again, as a retried task does: the UDF test above.)"""
     url = kafka_broker.service_url
     source, sink = f"{topic}-in", f"{topic}-out"
     create_topic_blocking(kafka_broker.bootstrap_servers, source, 1)
     create_topic_blocking(kafka_broker.bootstrap_servers, sink, 2)
-    sent = produce(url, source, 400)
+    sent = produce(url, source, 300)
     checkpoint = tmp_path / "checkpoint"
-    assert run_job(url, source, sink, checkpoint, "before-commit:1") == -9
-    assert run_job(url, source, sink, checkpoint, "after-commit:2") == -9
+    assert run_job(url, source, sink, checkpoint, "after-commit:1") == -9
     assert run_job(url, source, sink, checkpoint, "none") == 0
-    # Micro-batch 1 was prepared, aborted and written again; micro-batch 2 written once.
-    values = committed_and_all(url, sink, len(sent), len(sent) + 100)
+    values = committed_and_all(url, sink, len(sent), len(sent))
     assert sorted(values) == sorted(s.value for s in sent)
