@@ -26,6 +26,7 @@ from msgclient import consumer as async_consumer
 from msgclient import producer as async_producer
 from msgclient import reader as async_reader
 from msgclient import transaction as async_transaction
+from msgclient.admin.blocking import BlockingAdmin
 from msgclient.closing import Closing
 from msgclient.consumer import ConsumerStats
 from msgclient.core.network.cluster_failover import (
@@ -262,11 +263,9 @@ class Client(Closing):
         """As the async ``abort_prepared``."""
         self._runner.run(self._client.abort_prepared(prepared))
 
-    def committed_offsets(
-        self, group_id: str, partitions: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], int]:
-        """As the async ``committed_offsets``."""
-        return self._runner.run(self._client.committed_offsets(group_id, partitions))
+    def admin(self) -> BlockingAdmin:
+        """Topics, configs, consumer groups and offsets (``msgclient.admin``), blocking."""
+        return BlockingAdmin(self._client.admin(), self._runner)
 
     def close(self) -> None:
         try:

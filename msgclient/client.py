@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+from msgclient.admin import Admin
 from msgclient.closing import AsyncClosing
 from msgclient.consumer import Consumer
 from msgclient.contract import (
@@ -90,6 +91,7 @@ class Client(AsyncClosing):
         self._consumers: set[Consumer] = set()
         self._transactional: dict[str, TransactionalProducers] = {}  # by transactional id
         self._closed = False
+        self._admin: Admin | None = None
         self._service = service
         self._failover: ClusterFailover | None = None
         self._provider: ServiceInfoProvider | None = None
@@ -309,18 +311,17 @@ class Client(AsyncClosing):
             prepared.transactional_id, prepared.producer_id, prepared.producer_epoch, commit
         )
 
-    async def committed_offsets(
-        self, group_id: str, partitions: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], int]:
-        """The offsets consumer group ``group_id`` committed for ``partitions`` ((topic,
-        partition) pairs), -1 where it has none; only committed transactions count. Kafka
-        only."""
+    def admin(self) -> Admin:
+        """Topics, configs, consumer groups and offsets (see ``msgclient.admin``)."""
+        if self._admin is None:
+            self._admin = Admin(
+                self._backend.admin_transport(), self._backend.normalize_topic, self._check_open
+            )
+        return self._admin
+
+    def _check_open(self) -> None:
         if self._closed:
             raise AlreadyClosedError("the client is closed")
-        asked = list(partitions)
-        named = [(self._backend.normalize_topic(topic), p) for topic, p in asked]
-        found = await self._backend.committed_offsets(group_id, named)
-        return {pair: found[tp] for pair, tp in zip(asked, named, strict=True)}
 
     async def _transactions_of(
         self, transactional_id: str, timeout_ms: int

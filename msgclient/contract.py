@@ -25,6 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
+from msgclient.admin.transport import AdminTransport
 from msgclient.errors import (
     AdapterLoadError,
     MsgClientError,
@@ -466,14 +467,9 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
         ``prepare``), by its id, producer id and epoch."""
         raise NotSupportedError(TRANSACTIONS_NOT_SUPPORTED)
 
-    async def committed_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> dict[tuple[str, int], int]:
-        """The offsets ``group_id`` committed for ``partitions`` (-1: none)."""
-        raise NotSupportedError(
-            "committed offsets of a group by its id are a Kafka feature (a Pulsar "
-            "subscription's position is read by subscribing)"
-        )
+    @abstractmethod
+    def admin_transport(self) -> AdminTransport:
+        """The admin API's transport (one per backend)."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -113,6 +113,10 @@ class TopicNotFoundError(BrokerError):
     """The topic does not exist and the broker will not create it."""
 
 
+class TopicAlreadyExistsError(BrokerError):
+    """A topic of that name exists already (creating it)."""
+
+
 class ConsumerBusyError(BrokerError):
     """The subscription is exclusive and another consumer holds it (or its type differs)."""
 

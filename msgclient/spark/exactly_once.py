@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from msgclient import blocking
+from msgclient.admin import TopicPartition
 from msgclient.errors import MsgClientError
 from msgclient.spark.sink_options import InputColumns, SinkOptions
 from msgclient.spark.task_scope import TaskScope, task_name
@@ -88,7 +89,8 @@ def write_in_transaction(
         marker = (first_topic(first, options), 0)
         producer_of(marker[0])  # registers the id: an earlier attempt's transaction ends
         if scope.batch_id is not None:
-            done = client.committed_offsets(scope.name, [marker])[marker]
+            admin = client.admin()
+            done = admin.list_consumer_group_offsets(scope.name, [marker])[TopicPartition(*marker)]
             if done >= scope.batch_id:
                 log.info("msgclient sink: %s: batch %d written already", scope.name, done)
                 return TaskWrite(sum(batch.num_rows for batch in rows), None, replayed=True)

@@ -47,11 +47,11 @@ from msgclient.options import (
 from msgclient.schema_info import SchemaInfo
 from msgclient.url import ServiceUrl
 from protocols.kafkawire import errors
+from protocols.kafkawire.admin import KafkaAdmin
 from protocols.kafkawire.api import API_VERSIONS_FIRST, ApiVersionTable
 from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.consumer import KafkaConsumerTransport, KafkaSubscription
 from protocols.kafkawire.context import KafkaContext
-from protocols.kafkawire.group_coordinator import CoordinatorLink
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService, split_partition_name
 from protocols.kafkawire.partitioner import make_kafka_router
@@ -104,6 +104,7 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
             self.pool, self.lookup, ProduceSenders(), self.client_id, self.operation_timeout
         )
         self._transactions: dict[str, TransactionManager] = {}
+        self._admin: KafkaAdmin | None = None
 
     # -- ProtocolBackend ----------------------------------------------------------------
 
@@ -206,14 +207,10 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         finally:
             await manager.close()
 
-    async def committed_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> dict[tuple[str, int], int]:
-        link = CoordinatorLink(self.context, group_id)
-        try:
-            return await link.committed(partitions, self.context.operation_timeout)
-        finally:
-            link.close()
+    def admin_transport(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = KafkaAdmin(self.context)
+        return self._admin
 
     async def close(self) -> None:
         for manager in self._transactions.values():

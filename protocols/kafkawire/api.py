@@ -12,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka.protocol.admin import CreateTopicsRequest
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeGroupsRequest,
+    IncrementalAlterConfigsRequest,
+    ListGroupsRequest,
+)
 from kafka.protocol.consumer import (
     FetchRequest,
     HeartbeatRequest,
@@ -20,6 +30,7 @@ from kafka.protocol.consumer import (
     LeaveGroupRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
 )
@@ -51,7 +62,17 @@ SUPPORTED: dict[Any, tuple[int, int]] = {
     LeaveGroupRequest: (1, 5),
     OffsetCommitRequest: (2, 8),
     OffsetFetchRequest: (1, 7),
+    # the admin API
     CreateTopicsRequest: (2, 7),
+    DeleteTopicsRequest: (1, 6),
+    CreatePartitionsRequest: (0, 3),
+    DescribeConfigsRequest: (1, 4),
+    IncrementalAlterConfigsRequest: (0, 1),
+    ListGroupsRequest: (0, 5),
+    DescribeGroupsRequest: (0, 5),
+    DeleteGroupsRequest: (0, 2),
+    OffsetDeleteRequest: (0, 0),
+    DeleteRecordsRequest: (0, 2),
     SaslHandshakeRequest: (0, 1),
     SaslAuthenticateRequest: (0, 2),
     # transactions; v4 of AddPartitionsToTxn batches transactional ids (broker to broker)

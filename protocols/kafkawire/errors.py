@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import kafka.errors
 
-from msgclient.errors import AuthenticationError, BrokerError, MsgClientError, TopicNotFoundError
+from msgclient.errors import (
+    AuthenticationError,
+    BrokerError,
+    MsgClientError,
+    TopicAlreadyExistsError,
+    TopicNotFoundError,
+)
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -26,6 +32,7 @@ TOPIC_AUTHORIZATION_FAILED = 29
 UNSUPPORTED_SASL_MECHANISM = 33
 UNSUPPORTED_VERSION = 35
 TOPIC_ALREADY_EXISTS = 36
+NOT_CONTROLLER = 41
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 INVALID_PRODUCER_EPOCH = 47
@@ -52,4 +59,6 @@ def kafka_error(code: int, context: str, message: str | None = None) -> MsgClien
         return AuthenticationError(f"{name}: {text}")
     if code == UNKNOWN_TOPIC_OR_PARTITION:
         return TopicNotFoundError(name, text, retriable=True)
+    if code == TOPIC_ALREADY_EXISTS:
+        return TopicAlreadyExistsError(name, text)
     return BrokerError(name, text, retriable=bool(error_class.retriable))

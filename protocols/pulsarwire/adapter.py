@@ -30,6 +30,7 @@ from msgclient.errors import (
 from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
+from protocols.pulsarwire.admin import PulsarAdmin
 from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.consumer import PulsarConsumerTransport
 from protocols.pulsarwire.context import PulsarContext
@@ -154,6 +155,9 @@ class PulsarBackend(ProtocolBackend[None]):
         return PulsarConsumerTransport(
             self.context, topic, partition, subscription, options, events
         )
+
+    def admin_transport(self) -> PulsarAdmin:
+        return PulsarAdmin(self.context)
 
     async def close(self) -> None:
         await self.pool.close()

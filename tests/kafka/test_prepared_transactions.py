@@ -29,12 +29,13 @@ async def test_a_prepared_transaction_is_committed_by_another_client(
         assert transaction.state is msgclient.TransactionState.PREPARED
         # Open at the coordinator: nothing read_committed, the offsets not committed yet.
         assert await within(read_all(url, topic, 0)) == []
-        assert await within(driver.committed_offsets(group, [(topic, 0)])) == {(topic, 0): -1}
+        offsets = driver.admin().list_consumer_group_offsets
+        assert await within(offsets(group, [(topic, 0)])) == {(topic, 0): -1}
 
         await within(driver.commit_prepared(prepared))
         await within(driver.commit_prepared(prepared))  # again: no harm, no second marker
         assert sorted(await within(read_all(url, topic, 3))) == [b"a", b"b", b"c"]
-        assert await within(driver.committed_offsets(group, [(topic, 0), (topic, 1)])) == {
+        assert await within(offsets(group, [(topic, 0), (topic, 1)])) == {
             (topic, 0): 7,
             (topic, 1): -1,
         }
@@ -74,7 +75,8 @@ async def test_an_aborted_or_superseded_prepared_transaction_is_never_read(
     everything = await within(read_all(url, topic, 3, isolation_level="read_uncommitted"))
     assert sorted(everything) == [b"aborted", b"retried", b"superseded"]
     async with msgclient.Client(url) as reader:
-        assert await within(reader.committed_offsets(group, [(topic, 0)])) == {(topic, 0): -1}
+        offsets = reader.admin().list_consumer_group_offsets
+        assert await within(offsets(group, [(topic, 0)])) == {(topic, 0): -1}
 
 
 async def test_what_cannot_be_prepared(kafka_broker: KafkaBroker, topic: str) -> None:
@@ -101,5 +103,5 @@ async def test_prepared_transactions_and_group_offsets_are_kafka_only(
         prepared = msgclient.PreparedTransaction("x", 1, 0)
         with pytest.raises(msgclient.NotSupportedError, match="Pulsar transactions"):
             await client.commit_prepared(prepared)
-        with pytest.raises(msgclient.NotSupportedError, match="Kafka feature"):
-            await client.committed_offsets("group", [("topic", 0)])
+        with pytest.raises(msgclient.NotSupportedError, match="REST admin API"):
+            await client.admin().list_consumer_group_offsets("group", [("topic", 0)])

@@ -45,10 +45,13 @@ from enum import Enum
 from typing import Any
 
 import attrs
+from kafka.protocol.admin import CreatePartitionsRequest, DeleteRecordsRequest
 from kafka.protocol.api_key import ApiKey
+from kafka.protocol.consumer import OffsetDeleteRequest
 from kafka.protocol.metadata import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    FindCoordinatorRequest,
     MetadataRequest,
     MetadataResponse,
 )
@@ -100,6 +103,9 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DeleteTopics: (0, 6),
     ApiKey.InitProducerId: (0, 4),
     ApiKey.SaslAuthenticate: (0, 2),
+    ApiKey.DeleteRecords: (0, 2),
+    ApiKey.CreatePartitions: (0, 3),
+    ApiKey.OffsetDelete: (0, 0),
 }
 
 # The requests this server decodes: API key -> kafka-python's request class.
@@ -112,6 +118,10 @@ REQUEST_CLASSES: dict[int, Any] = {
         MetadataRequest,
         InitProducerIdRequest,
         ProduceRequest,
+        FindCoordinatorRequest,
+        CreatePartitionsRequest,
+        DeleteRecordsRequest,
+        OffsetDeleteRequest,
     )
 }
 
