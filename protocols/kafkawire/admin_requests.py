@@ -7,7 +7,7 @@ into per-item results, each item's error code a typed exception of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -325,14 +325,7 @@ def deleted_groups(response: Any) -> Outcomes[str, None]:
 
 def committed_partitions(response: Any, group_id: str) -> Outcomes[TopicPartition, None]:
     """OffsetCommit's answer, partition by partition."""
-    return Outcomes(
-        (
-            TopicPartition(t.name, p.partition_index),
-            outcome(p.error_code, f"OffsetCommit of group {group_id!r}", None, None),
-        )
-        for t in response.topics
-        for p in t.partitions
-    )
+    return _per_partition(response, f"OffsetCommit of group {group_id!r}", lambda _: None)
 
 
 def offset_delete(group_id: str, partitions: Iterable[TopicPartition]) -> Any:
@@ -354,88 +347,74 @@ def deleted_offsets(
     context = f"OffsetDelete of group {group_id!r}"
     if response.error_code:
         return Outcomes((tp, errors.kafka_error(response.error_code, context)) for tp in partitions)
-    return Outcomes(
-        (
-            TopicPartition(t.name, p.partition_index),
-            outcome(p.error_code, context, None, None),
-        )
-        for t in response.topics
-        for p in t.partitions
-    )
+    return _per_partition(response, context, lambda _: None)
 
 
 # -- offsets and records ----------------------------------------------------------------------
 
 
-def list_offsets(specs: Mapping[TopicPartition, int], timeout_ms: int) -> Any:
-    """ListOffsets of partitions (one leader's) at timestamps (-2 earliest, -1 latest)."""
+def list_offsets(
+    specs: Mapping[TopicPartition, int], timeout_ms: int, isolation_level: int = 0
+) -> Any:
+    """ListOffsets of partitions (one leader's) at timestamps (-2 earliest, -1 latest);
+    read_committed (isolation level 1): latest is the last stable offset."""
     topic = ListOffsetsRequest.ListOffsetsTopic
-    partition = topic.ListOffsetsPartition
     return ListOffsetsRequest(
         replica_id=-1,
-        isolation_level=0,
-        topics=[
-            topic(
-                name=name,
-                partitions=[
-                    partition(
-                        partition_index=p,
-                        current_leader_epoch=-1,
-                        timestamp=specs[TopicPartition(name, p)],
-                    )
-                    for p in numbers
-                ],
-            )
-            for name, numbers in by_topic(specs).items()
-        ],
+        isolation_level=isolation_level,
+        topics=_by_topic(
+            topic,
+            lambda p, timestamp: topic.ListOffsetsPartition(
+                partition_index=p, current_leader_epoch=-1, timestamp=timestamp
+            ),
+            specs,
+        ),
         timeout_ms=timeout_ms,
     )
 
 
 def listed_offsets(response: Any) -> Outcomes[TopicPartition, ListedOffset]:
-    return Outcomes(
-        (
-            TopicPartition(t.name, p.partition_index),
-            outcome(
-                p.error_code,
-                f"ListOffsets of {t.name}-{p.partition_index}",
-                None,
-                ListedOffset(int(p.offset), int(p.timestamp)),
-            ),
-        )
-        for t in response.topics
-        for p in t.partitions
+    return _per_partition(
+        response, "ListOffsets", lambda p: ListedOffset(int(p.offset), int(p.timestamp))
     )
 
 
 def delete_records(before: Mapping[TopicPartition, int], timeout_ms: int) -> Any:
     topic = DeleteRecordsRequest.DeleteRecordsTopic
-    partition = topic.DeleteRecordsPartition
     return DeleteRecordsRequest(
-        topics=[
-            topic(
-                name=name,
-                partitions=[
-                    partition(partition_index=p, offset=before[TopicPartition(name, p)])
-                    for p in numbers
-                ],
-            )
-            for name, numbers in by_topic(before).items()
-        ],
+        topics=_by_topic(
+            topic,
+            lambda p, offset: topic.DeleteRecordsPartition(partition_index=p, offset=offset),
+            before,
+        ),
         timeout_ms=timeout_ms,
     )
 
 
 def deleted_records(response: Any) -> Outcomes[TopicPartition, int]:
+    return _per_partition(response, "DeleteRecords", lambda p: int(p.low_watermark))
+
+
+def _by_topic(
+    topic_class: Any, partition: Callable[[int, int], Any], items: Mapping[TopicPartition, int]
+) -> list[Any]:
+    """The request's topics, each with its partitions (``partition(index, value)``)."""
+    return [
+        topic_class(
+            name=name, partitions=[partition(p, items[TopicPartition(name, p)]) for p in numbers]
+        )
+        for name, numbers in by_topic(items).items()
+    ]
+
+
+def _per_partition(
+    response: Any, what: str, answer: Callable[[Any], V]
+) -> Outcomes[TopicPartition, V]:
+    """An answer of topics of partitions, each with its error code."""
     return Outcomes(
         (
             TopicPartition(t.name, p.partition_index),
-            outcome(
-                p.error_code,
-                f"DeleteRecords of {t.name}-{p.partition_index}",
-                None,
-                int(p.low_watermark),
-            ),
+            outcome(p.error_code, f"{what} ({t.name}-{p.partition_index})", None, answer(p)),
         )
         for t in response.topics
         for p in t.partitions

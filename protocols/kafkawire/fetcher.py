@@ -28,12 +28,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.consumer import FetchRequest
 
+from msgclient.admin.types import TopicPartition
 from msgclient.errors import MsgClientError
 from msgclient.message import Message
 from msgclient.options import ConsumerOptions
-from protocols.kafkawire import errors
+from protocols.kafkawire import admin_requests, errors
 from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.metadata import KafkaLookupService
 from protocols.kafkawire.record_run import RecordRun
@@ -478,26 +479,11 @@ async def list_offset(
     LATEST_TIMESTAMP's; -1 when no message is that late. With ``isolation_level``
     READ_COMMITTED, LATEST_TIMESTAMP's is the last stable offset (the first of an open
     transaction), not the high watermark (ListOffsets v2 and later; v1 has none)."""
-    request = ListOffsetsRequest(
-        replica_id=-1,
-        isolation_level=isolation_level,
-        topics=[
-            ListOffsetsRequest.ListOffsetsTopic(
-                name=topic,
-                partitions=[
-                    ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=partition, current_leader_epoch=-1, timestamp=timestamp
-                    )
-                ],
-            )
-        ],
-        timeout_ms=int(connection.operation_timeout * 1000),
-    )
-    response = await connection.request(request)
-    answer = response.topics[0].partitions[0]
-    if answer.error_code:
-        raise errors.kafka_error(answer.error_code, f"ListOffsets of {topic}-{partition}")
-    return int(answer.offset)
+    asked = TopicPartition(topic, partition)
+    timeout_ms = int(connection.operation_timeout * 1000)
+    request = admin_requests.list_offsets({asked: timestamp}, timeout_ms, isolation_level)
+    answer = admin_requests.listed_offsets(await connection.request(request)).results()
+    return answer.result(asked).offset
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
