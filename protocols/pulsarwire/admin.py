@@ -1,17 +1,25 @@
 """PulsarAdmin: the admin API's part that Pulsar's binary protocol can serve.
 
-A topic's partitions (PARTITIONED_METADATA) and the broker that owns each (LOOKUP). The
-rest (creating and deleting topics, configs, subscriptions' positions) is Pulsar's REST
-admin API, which msgclient does not speak: no broker here serves it (docs/admin.md).
+A namespace's topics (GET_TOPICS_OF_NAMESPACE), a topic's partitions (PARTITIONED_METADATA)
+and the broker that owns each (LOOKUP). The rest (creating and deleting topics, configs,
+subscriptions' positions) is Pulsar's REST admin API, which msgclient does not speak: no
+broker here serves it (docs/admin.md).
 """
 
 from __future__ import annotations
 
+import re
+
 from msgclient.admin.transport import AdminTransport
 from msgclient.admin.types import ItemResults, PartitionInfo, TopicDescription
-from msgclient.errors import MsgClientError, NotSupportedError
+from msgclient.errors import InvalidConfigurationError, MsgClientError, NotSupportedError
+from msgclient.url import parse_service_url
 from protocols.pulsarwire import topic as topics
 from protocols.pulsarwire.context import PulsarContext
+
+DEFAULT_NAMESPACE = "public/default"
+# Pulsar's tenant and namespace names (the Java client's NamedEntity: [-=:.\w], ASCII).
+_NAMESPACE = re.compile(r"[-=:.\w]+/[-=:.\w]+", re.ASCII)
 
 
 class PulsarAdmin(AdminTransport):
@@ -25,7 +33,17 @@ class PulsarAdmin(AdminTransport):
         )
 
     async def list_topics(self, namespace: str | None, include_internal: bool) -> list[str]:
-        raise self.not_supported("list_topics")
+        """The topics of ``namespace`` (``tenant/namespace``, default ``public/default``),
+        persistent and non-persistent, by full name (``persistent://tenant/ns/t``); a
+        partitioned topic once, by its own name, not its partitions'.
+
+        ``include_internal`` changes nothing on Pulsar: it has no internal topics in
+        Kafka's sense, and the broker leaves its system topics (``__change_events``...) out
+        of this listing whatever the client asks.
+        """
+        checked = _namespace(DEFAULT_NAMESPACE if namespace is None else namespace)
+        listed = await self._context.lookup.topics_of_namespace(checked, "all")
+        return sorted({_partitioned_topic(name) for name in listed.topics})
 
     async def describe_topics(self, names: list[str]) -> ItemResults[str, TopicDescription]:
         succeeded: dict[str, TopicDescription] = {}
@@ -37,7 +55,7 @@ class PulsarAdmin(AdminTransport):
                 partitions = [
                     topics.partition_name(name, i) if count else name for i in range(count or 1)
                 ]
-                owners = [(await lookup.get_broker(p)).logical for p in partitions]
+                owners = [_host_port((await lookup.get_broker(p)).logical) for p in partitions]
             except MsgClientError as error:
                 failed[name] = error
                 continue
@@ -47,3 +65,27 @@ class PulsarAdmin(AdminTransport):
                 partitioned=count > 0,
             )
         return ItemResults(succeeded, failed)
+
+
+def _namespace(namespace: object) -> str:
+    """``namespace`` if it is ``tenant/namespace``; refused before anything is sent."""
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise InvalidConfigurationError(
+            f"invalid namespace {namespace!r}: expected 'tenant/namespace' (letters, digits "
+            "and -=:._), e.g. 'public/default'"
+        )
+    return namespace
+
+
+def _partitioned_topic(name: str) -> str:
+    """A partition's topic (``t-partition-3`` -> ``t``); other names as they are. Only a
+    numeric suffix names a partition, as in the Java client's TopicName."""
+    base, suffix, index = name.rpartition(topics.PARTITION_SUFFIX)
+    return base if suffix and index.isascii() and index.isdigit() else name
+
+
+def _host_port(url: str) -> str:
+    """``pulsar://host:6650`` -> ``host:6650``: the admin API names brokers by address, as
+    Kafka's does (PartitionInfo), not by the URL a lookup answers."""
+    (host, port), *_ = parse_service_url(url).hosts  # a lookup answer names its port
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -148,6 +148,11 @@ class PulsarSession:
             Type.GET_LAST_MESSAGE_ID_RESPONSE: lambda f: Answer(
                 f.command.getLastMessageIdResponse.request_id, f.command.getLastMessageIdResponse
             ),
+            # A refusal comes as ERROR with the request id (``_on_error``): no failed variant.
+            Type.GET_TOPICS_OF_NAMESPACE_RESPONSE: lambda f: Answer(
+                f.command.getTopicsOfNamespaceResponse.request_id,
+                f.command.getTopicsOfNamespaceResponse,
+            ),
         }
 
     # -- ProtocolSession ----------------------------------------------------------------

@@ -77,6 +77,32 @@ def failing_once(wrote_some: Callable[[], bool]) -> Any:
     return udf(fail_once, BinaryType())
 
 
+def write_failing_once(
+    spark: Any,
+    source: dict[str, str],
+    sink: dict[str, str],
+    wrote_some: Callable[[], bool],
+    tmp_path: Path,
+) -> None:
+    """Stream ``source`` (its 400 messages in micro-batches of 300 and 100) through
+    ``failing_once(wrote_some)`` into the sink with ``sink`` options, to its end; Arrow
+    batches of 50 rows, so that the failing task has sent some before it fails."""
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        reader = spark.readStream.format("msgclient")
+        for key, value in source.items():
+            reader = reader.option(key, value)
+        frame = (
+            reader.option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", "300")
+            .load()
+            .select("key", failing_once(wrote_some)("value").alias("value"))
+        )
+        write_available_now(frame, sink, str(tmp_path / "checkpoint"))
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+
 def kafka_holds_some(bootstrap: str, topic: str) -> Callable[[], bool]:
     """Whether partition 0 or 1 of ``topic`` holds a record (aborted ones too)."""
 
@@ -116,22 +142,9 @@ def test_a_task_failing_once_writes_its_rows_once(
     create_topic_blocking(kafka_broker.bootstrap_servers, source, 1)
     create_topic_blocking(kafka_broker.bootstrap_servers, sink, 2)
     sent = produce(url, source, 400)
-    fail_once = failing_once(kafka_holds_some(kafka_broker.bootstrap_servers, sink))
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
-    try:
-        frame = (
-            spark.readStream.format("msgclient")
-            .option("url", url)
-            .option("subscribe", source)
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "300")
-            .load()
-            .select("key", fail_once("value").alias("value"))
-        )
-        options = {"url": url, "topic": sink, "exactlyOnce": "true"}
-        write_available_now(frame, options, str(tmp_path / "checkpoint"))
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    options = {"url": url, "topic": sink, "exactlyOnce": "true"}
+    holds_some = kafka_holds_some(kafka_broker.bootstrap_servers, sink)
+    write_failing_once(spark, {"url": url, "subscribe": source}, options, holds_some, tmp_path)
     # Some of v0..v249 went out in the failed attempt's transaction (aborted), then all
     # again in the retry's.
     stored = len(read_blocking(kafka_broker.bootstrap_servers, sink, None))

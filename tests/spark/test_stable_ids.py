@@ -17,8 +17,8 @@ from typing import Any
 import msgclient
 from msgclient.embedded import PulsarBroker
 from msgclient.options import InitialPosition
-from tests.spark.helpers import TIMEOUT, produce, write_available_now
-from tests.spark.test_exactly_once import PAD, failing_once
+from tests.spark.helpers import TIMEOUT, produce
+from tests.spark.test_exactly_once import PAD, write_failing_once
 from tests.spark.test_sink import write
 
 Earliest = InitialPosition.Earliest
@@ -72,20 +72,8 @@ def test_a_retried_task_sends_its_rows_with_the_same_ids(
     broker = make_pulsar_broker(partitioned_topics={source: 1, sink: 2})
     url = broker.service_url
     sent = produce(url, source, 400)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
-    try:
-        frame = (
-            spark.readStream.format("msgclient")
-            .option("url", url)
-            .option("topic", source)
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "300")
-            .load()
-            .select("key", failing_once(pulsar_holds_some(url, sink))("value").alias("value"))
-        )
-        write_available_now(frame, {"url": url, "topic": sink}, str(tmp_path / "checkpoint"))
-    finally:
-        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    source_options, sink_options = {"url": url, "topic": source}, {"url": url, "topic": sink}
+    write_failing_once(spark, source_options, sink_options, pulsar_holds_some(url, sink), tmp_path)
     messages = read_until_quiet(url, sink)
     copies: dict[tuple[str, str, int], set[bytes]] = defaultdict(set)
     counts: dict[tuple[str, str, int], int] = defaultdict(int)

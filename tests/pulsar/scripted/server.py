@@ -3,11 +3,12 @@
 It behaves as a healthy one-broker cluster by default (CONNECTED, partition metadata,
 LOOKUP -> Connect to itself, PRODUCER_SUCCESS, a SEND_RECEIPT for every SEND; SUCCESS to
 SUBSCRIBE, SEEK, UNSUBSCRIBE and the closes, ACK_RESPONSE to an ACK with a request id,
-``last_message_id`` to GET_LAST_MESSAGE_ID) and records every frame it receives. Tests
-push dispatches and consumer events with ``consumer_connection(id).write(...)``. A test
-replaces the handler of a command type to script another answer, a misbehaviour
-(garbage, a bad checksum, a truncated frame, an oversized frame header, CLOSE_PRODUCER)
-or silence::
+``last_message_id`` to GET_LAST_MESSAGE_ID, the ``namespace_topics`` of the namespace and
+domains asked to GET_TOPICS_OF_NAMESPACE, or ERROR ``namespace_topics_error``) and records
+every frame it receives. Tests push dispatches and consumer events with
+``consumer_connection(id).write(...)``. A test replaces the handler of a command type to
+script another answer, a misbehaviour (garbage, a bad checksum, a truncated frame, an
+oversized frame header, CLOSE_PRODUCER) or silence (``never_answer``)::
 
     server.handlers[Type.LOOKUP] = lambda conn, cmd: conn.send(
         lookup_redirect(cmd.lookupTopic.request_id, other.url, authoritative=True)
@@ -99,6 +100,24 @@ def partitioned_metadata(request_id: int, partitions: int = 0) -> pb.BaseCommand
             partitions=partitions,
             response=pb.CommandPartitionedTopicMetadataResponse.Success,
         ),
+    )
+
+
+def topics_of_namespace_response(
+    request_id: int,
+    topics: list[str],
+    *,
+    filtered: bool = False,
+    topics_hash: str | None = None,
+    changed: bool = True,
+) -> pb.BaseCommand:
+    response = pb.CommandGetTopicsOfNamespaceResponse(
+        request_id=request_id, topics=topics, filtered=filtered, changed=changed
+    )
+    if topics_hash is not None:
+        response.topics_hash = topics_hash
+    return pb.BaseCommand(
+        type=Type.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=response
     )
 
 
@@ -316,6 +335,11 @@ class ScriptedPulsarServer:
         self.partitions = 0  # what PARTITIONED_METADATA answers
         self.last_sequence_id = -1  # what PRODUCER_SUCCESS answers
         self.last_message_id = pb.MessageIdData(ledgerId=1, entryId=0)  # GET_LAST_MESSAGE_ID
+        # What GET_TOPICS_OF_NAMESPACE lists: full names, partitions by their own (as a
+        # broker stores them); it answers those of the namespace and domains asked.
+        self.namespace_topics: list[str] = []
+        # (code, message): GET_TOPICS_OF_NAMESPACE answers this ERROR instead.
+        self.namespace_topics_error: tuple[pb.ServerError.ValueType, str] | None = None
         self.received: list[Received] = []
         # (auth_method_name, auth_data) -> accepted? None: anything goes (no authentication)
         self.authenticate: Callable[[str, bytes], bool] | None = None
@@ -344,6 +368,7 @@ class ScriptedPulsarServer:
             Type.GET_LAST_MESSAGE_ID: lambda conn, cmd: conn.send(
                 last_message_id_response(cmd.getLastMessageId.request_id, self.last_message_id)
             ),
+            Type.GET_TOPICS_OF_NAMESPACE: self.answer_topics_of_namespace,
         }
         self._entry_ids = itertools.count()
         self._changed = asyncio.Event()
@@ -429,6 +454,24 @@ class ScriptedPulsarServer:
 
     def answer_lookup(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
         conn.send(lookup_connect(command.lookupTopic.request_id, self.url))
+
+    def answer_topics_of_namespace(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
+        request = command.getTopicsOfNamespace
+        if self.namespace_topics_error is not None:
+            code, message = self.namespace_topics_error
+            conn.send(error(request.request_id, code, message))
+            return
+        domains = {
+            pb.CommandGetTopicsOfNamespace.PERSISTENT: ("persistent",),
+            pb.CommandGetTopicsOfNamespace.NON_PERSISTENT: ("non-persistent",),
+            pb.CommandGetTopicsOfNamespace.ALL: ("persistent", "non-persistent"),
+        }[request.mode]
+        listed = [
+            name
+            for name in self.namespace_topics
+            if any(name.startswith(f"{d}://{request.namespace}/") for d in domains)
+        ]
+        conn.send(topics_of_namespace_response(request.request_id, listed))
 
     def answer_producer(self, conn: ServerConnection, command: pb.BaseCommand) -> None:
         producer = command.producer
