@@ -9,6 +9,7 @@ a protocol cannot do raises NotSupportedError saying why (docs/admin.md lists th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 import attrs
 
@@ -26,6 +27,9 @@ from msgclient.admin.types import (
     TopicPartition,
 )
 from msgclient.errors import InvalidConfigurationError
+
+# (topic, partition) keys: TopicPartition or plain tuples (Mapping keys are invariant)
+PairT = TypeVar("PairT", bound=tuple[str, int])
 
 
 class Admin:
@@ -142,7 +146,7 @@ class Admin:
         return await self._transport.list_consumer_group_offsets(group, asked)
 
     async def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], int]
+        self, group_id: str, offsets: Mapping[PairT, int]
     ) -> ItemResults[TopicPartition, None]:
         """Commit these offsets for a group with no active member (a reset)."""
         self._check_open()
@@ -166,7 +170,7 @@ class Admin:
     # -- offsets and records ------------------------------------------------------------
 
     async def list_offsets(
-        self, specs: Mapping[tuple[str, int], OffsetSpec]
+        self, specs: Mapping[PairT, OffsetSpec]
     ) -> ItemResults[TopicPartition, ListedOffset]:
         """The earliest or latest offset of each partition, or the first at or after a
         time (``{("t", 0): OffsetSpec.latest()}``)."""
@@ -180,9 +184,7 @@ class Admin:
             dict(zip(self._partitions(specs), specs.values(), strict=True))
         )
 
-    async def delete_records(
-        self, before: Mapping[tuple[str, int], int]
-    ) -> ItemResults[TopicPartition, int]:
+    async def delete_records(self, before: Mapping[PairT, int]) -> ItemResults[TopicPartition, int]:
         """Delete each partition's records before an offset (-1: every record): each
         partition's new low watermark."""
         self._check_open()

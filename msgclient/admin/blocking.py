@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from msgclient.admin.admin import Admin
+from msgclient.admin.admin import Admin, PairT
 from msgclient.admin.types import (
     ConfigEntry,
     ConfigResource,
@@ -81,7 +81,7 @@ class BlockingAdmin:
         return self._runner.run(self._admin.list_consumer_group_offsets(group_id, partitions))
 
     def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], int]
+        self, group_id: str, offsets: Mapping[PairT, int]
     ) -> ItemResults[TopicPartition, None]:
         return self._runner.run(self._admin.alter_consumer_group_offsets(group_id, offsets))
 
@@ -91,11 +91,9 @@ class BlockingAdmin:
         return self._runner.run(self._admin.delete_consumer_group_offsets(group_id, partitions))
 
     def list_offsets(
-        self, specs: Mapping[tuple[str, int], OffsetSpec]
+        self, specs: Mapping[PairT, OffsetSpec]
     ) -> ItemResults[TopicPartition, ListedOffset]:
         return self._runner.run(self._admin.list_offsets(specs))
 
-    def delete_records(
-        self, before: Mapping[tuple[str, int], int]
-    ) -> ItemResults[TopicPartition, int]:
+    def delete_records(self, before: Mapping[PairT, int]) -> ItemResults[TopicPartition, int]:
         return self._runner.run(self._admin.delete_records(before))
