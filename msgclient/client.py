@@ -315,7 +315,10 @@ class Client(AsyncClosing):
         """Topics, configs, consumer groups and offsets (see ``msgclient.admin``)."""
         if self._admin is None:
             self._admin = Admin(
-                self._backend.admin_transport(), self._backend.normalize_topic, self._check_open
+                self._backend.admin_transport(),
+                self._backend.normalize_topic,
+                self._check_open,
+                self.subscribe,
             )
         return self._admin
 

@@ -8,8 +8,9 @@ a protocol cannot do raises NotSupportedError saying why (docs/admin.md lists th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -26,7 +27,21 @@ from msgclient.admin.types import (
     TopicDescription,
     TopicPartition,
 )
-from msgclient.errors import InvalidConfigurationError
+from msgclient.consumer import Consumer
+from msgclient.errors import InvalidConfigurationError, MsgClientError
+from msgclient.message import MessageId
+from msgclient.options import ConsumerType, InitialPosition, SubscriptionMode
+
+Subscribe = Callable[..., Awaitable[Consumer]]  # Client.subscribe
+PROBE: dict[str, Any] = {
+    "consumer_type": ConsumerType.Exclusive,
+    "subscription_mode": SubscriptionMode.NonDurable,
+    "initial_position": InitialPosition.Latest,
+    "receiver_queue_size": 1,
+    # Kafka: a fetch from the end waits this long on the broker, and the ListOffsets of
+    # last_message_ids would queue behind it on the connection (measured on tansu).
+    "fetch_max_wait_ms": 10,
+}
 
 # (topic, partition) keys: TopicPartition or plain tuples (Mapping keys are invariant)
 PairT = TypeVar("PairT", bound=tuple[str, int])
@@ -40,10 +55,12 @@ class Admin:
         transport: AdminTransport,
         normalize_topic: Callable[[str], str],
         check_open: Callable[[], None],
+        subscribe: Subscribe,
     ) -> None:
         self._transport = transport
         self._normalize_topic = normalize_topic
         self._check_open = check_open
+        self._subscribe = subscribe
 
     # -- topics -------------------------------------------------------------------------
 
@@ -193,6 +210,21 @@ class Admin:
         return await self._transport.delete_records(
             dict(zip(self._partitions(before), before.values(), strict=True))
         )
+
+    async def last_message_ids(self, topic: str) -> dict[str, MessageId | None]:
+        """The id of the last message of each partition of ``topic`` (by the partition's
+        topic name; None where it is empty), both brokers: what a reader started at the
+        end now would read after. Kafka: read_committed (the last stable offset). Asked
+        through a non-durable probe subscription, removed afterwards."""
+        self._check_open()
+        consumer = await self._subscribe(topic, f"msgclient-probe-{uuid.uuid4().hex}", **PROBE)
+        try:
+            return await consumer.last_message_ids()
+        finally:
+            try:
+                await consumer.unsubscribe()  # pulsar-lite keeps non-durable subscriptions
+            except MsgClientError:  # Kafka: nothing to delete
+                await consumer.close()
 
     # -- checks -------------------------------------------------------------------------
 

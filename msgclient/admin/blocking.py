@@ -19,6 +19,7 @@ from msgclient.admin.types import (
     TopicDescription,
     TopicPartition,
 )
+from msgclient.message import MessageId
 
 T = TypeVar("T")
 
@@ -33,6 +34,9 @@ class BlockingAdmin:
     def __init__(self, admin: Admin, runner: Runner) -> None:
         self._admin = admin
         self._runner = runner
+
+    def last_message_ids(self, topic: str) -> dict[str, MessageId | None]:
+        return self._runner.run(self._admin.last_message_ids(topic))
 
     def list_topics(
         self, namespace: str | None = None, *, include_internal: bool = False

@@ -1,7 +1,6 @@
 """Which messages ``consume`` prints: from a time on, and up to the end (``--end``).
 
-The end is each partition's last message when consuming starts, asked of the broker by a
-probe subscription of its own (a reader does not expose its consumer's
+The end is each partition's last message when consuming starts (the admin API's
 ``last_message_ids``); a partition is done once its last message was printed. A Pulsar
 last message id of a batched entry names the whole entry (batch index -1, pulsar-lite;
 brokers.md): its end is the entry's last message.
@@ -9,64 +8,13 @@ brokers.md): its end is the entry's last message.
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Mapping
-from typing import Any
 
-import msgclient
 from msgclient.cli.positions import AtTime, Offset, Start
-from msgclient.errors import BrokerError, MsgClientError
 from msgclient.message import Message, MessageId
-from msgclient.options import ConsumerType, InitialPosition, SubscriptionMode
+from msgclient.options import InitialPosition
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.pulsarwire.message_id import PulsarMessageId
-
-_PROBE: dict[str, Any] = {
-    "consumer_type": ConsumerType.Exclusive,
-    "subscription_mode": SubscriptionMode.NonDurable,
-    "initial_position": InitialPosition.Latest,
-    "receiver_queue_size": 1,
-    # Kafka: a fetch from the end waits this long on the broker, and ListOffsets would
-    # queue behind it on the connection.
-    "fetch_max_wait_ms": 10,
-}
-
-
-def _probe_name() -> str:
-    return f"msgclient-cli-end-{uuid.uuid4().hex[:12]}"
-
-
-async def last_ids(
-    client: msgclient.Client, topic: str, names: list[str], kafka: bool
-) -> dict[str, MessageId | None]:
-    """The last message id of each partition in ``names`` (None: empty)."""
-    if kafka:
-        consumer = await client.subscribe(topic, _probe_name(), **_PROBE)
-        try:
-            found = await consumer.last_message_ids()
-        finally:
-            await consumer.close()
-        return {name: found.get(name) for name in names}
-    ids = await asyncio.gather(*(_pulsar_last_id(client, name) for name in names))
-    return dict(zip(names, ids, strict=True))
-
-
-async def _pulsar_last_id(client: msgclient.Client, partition_topic: str) -> MessageId | None:
-    consumer = await client.subscribe(partition_topic, _probe_name(), **_PROBE)
-    try:
-        return await consumer.get_last_message_id()
-    except BrokerError as error:
-        # pulsar-lite answers an error for an empty topic, where Apache Pulsar answers an
-        # id with entry -1 (brokers.md).
-        if "no messages" in str(error).lower():
-            return None
-        raise
-    finally:
-        try:
-            await consumer.unsubscribe()  # pulsar-lite keeps non-durable subscriptions
-        except MsgClientError:
-            await consumer.close()
 
 
 def _order(message_id: MessageId, last: MessageId) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 import msgclient
 from msgclient.cli import running
 from msgclient.cli.arguments import delimiter, non_negative_int, positive_int
-from msgclient.cli.bounds import Ends, SinceTime, last_ids
+from msgclient.cli.bounds import Ends, SinceTime
 from msgclient.cli.connection import add_target_arguments, closing, is_kafka, new_client
 from msgclient.cli.errors import OK, UsageError, report
 from msgclient.cli.output import Output, OutputClosed, watch_reader
@@ -156,7 +156,8 @@ async def _open(
         receivers = await open_group(client, args.topic, args.group, start, consumer_type, kafka)
     ends = None
     if args.end:
-        last = await last_ids(client, args.topic, receivers.partitions, kafka)
+        found = await client.admin().last_message_ids(args.topic)
+        last = {name: found.get(name) for name in receivers.partitions}
         ends = Ends(last, start, group=args.group is not None)
     return receivers, ends
 

@@ -7,13 +7,12 @@ timeout for requests, ``probe_ms`` for a first message that may never come.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgclient
-from msgclient.errors import BrokerError, InvalidConfigurationError, ReceiveTimeoutError
+from msgclient.errors import InvalidConfigurationError, ReceiveTimeoutError
 from msgclient.message import MessageId
-from msgclient.options import ConsumerType, InitialPosition, SubscriptionMode
+from msgclient.options import InitialPosition
 from msgclient.spark.errors import SourceOptionError
 from msgclient.spark.options import TopicSelection
 from msgclient.spark.positions import (
@@ -65,18 +64,11 @@ async def ends(
     client: msgclient.Client, protocol: Protocol, partitions: dict[TopicPartition, str]
 ) -> dict[TopicPartition, Position]:
     """Where each partition ends now (Kafka: the next offset; Pulsar: the last message)."""
-    if protocol is Protocol.KAFKA:
-        by_topic: dict[str, list[TopicPartition]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp)
-        answers = await asyncio.gather(*(_kafka_last_ids(client, t) for t in by_topic))
-        last = {name: message_id for answer in answers for name, message_id in answer.items()}
-        return {tp: end_after(protocol, last.get(name)) for tp, name in partitions.items()}
-    # A Pulsar partition is a topic of its own: ask each, so that an empty one (an error on
-    # pulsar-lite) spoils no other answer.
-    items = list(partitions.items())
-    answers_ = await asyncio.gather(*(_pulsar_last_id(client, name) for _, name in items))
-    return {tp: end_after(protocol, a) for (tp, _), a in zip(items, answers_, strict=True)}
+    admin = client.admin()
+    topics = sorted({tp.topic for tp in partitions})
+    answers = await asyncio.gather(*(admin.last_message_ids(topic) for topic in topics))
+    last = {name: message_id for answer in answers for name, message_id in answer.items()}
+    return {tp: end_after(protocol, last.get(name)) for tp, name in partitions.items()}
 
 
 async def first_after(
@@ -163,47 +155,3 @@ async def first_at_time(
         return None
     finally:
         await reader.close()
-
-
-# -- last message ids ------------------------------------------------------------------
-
-_PLANNER: dict[str, Any] = {
-    "consumer_type": ConsumerType.Exclusive,
-    "subscription_mode": SubscriptionMode.NonDurable,
-    "initial_position": InitialPosition.Latest,
-    "receiver_queue_size": 1,
-    # Kafka: the consumer's fetch from the end waits this long on the broker, and a
-    # broker answers a connection's requests in order: the ListOffsets of
-    # last_message_ids would wait behind a 500 ms fetch (measured on tansu).
-    "fetch_max_wait_ms": 10,
-}
-
-
-def _subscription() -> str:
-    return f"msgclient-spark-plan-{uuid.uuid4().hex[:12]}"
-
-
-async def _kafka_last_ids(client: msgclient.Client, topic: str) -> dict[str, MessageId | None]:
-    consumer = await client.subscribe(topic, _subscription(), **_PLANNER)
-    try:
-        return await consumer.last_message_ids()
-    finally:
-        await consumer.close()
-
-
-async def _pulsar_last_id(client: msgclient.Client, partition_topic: str) -> MessageId | None:
-    consumer = await client.subscribe(partition_topic, _subscription(), **_PLANNER)
-    try:
-        return await consumer.get_last_message_id()
-    except BrokerError as error:
-        # pulsar-lite answers an error for an empty topic, where Apache Pulsar answers an
-        # id with entry -1 (brokers.md).
-        if "no messages" in str(error).lower():
-            return None
-        raise
-    finally:
-        try:
-            # pulsar-lite keeps non-durable subscriptions after the consumer closes.
-            await consumer.unsubscribe()
-        except msgclient.MsgClientError:
-            await consumer.close()

@@ -109,6 +109,12 @@ async def test_offsets_are_listed_by_position_and_time_with_errors_per_partition
     # (A time after the newest record: Kafka answers -1, tansu 0; not tested.)
     assert found == {"earliest": 0, "latest": 4, "at a time": 2}
 
+    last = await within(admin.last_message_ids(topic))
+    assert {name: i.offset if i else None for name, i in last.items()} == {  # type: ignore[attr-defined]
+        f"{topic}-{partition}": 3,
+        f"{topic}-{1 - partition}": None,
+    }
+
     results = await within(admin.list_offsets({tp: specs["latest"], (topic, 7): specs["latest"]}))
     assert results.succeeded[tp].offset == 4
     with pytest.raises(msgclient.TopicNotFoundError, match="no partition 7"):

@@ -28,10 +28,21 @@ async def test_describe_a_partitioned_topic(
     make_pulsar_broker: Callable[..., PulsarBroker], topic: str
 ) -> None:
     broker = make_pulsar_broker(partitioned_topics={topic: 3})
+    name = f"persistent://public/default/{topic}"
     async with msgclient.Client(broker.service_url) as client:
         async with asyncio.timeout(TIMEOUT):
             described = await client.admin().describe_topics([topic])
-    name = f"persistent://public/default/{topic}"
+            producer = await client.create_producer(f"{topic}-partition-1")
+            sent = [await producer.send(b"%d" % i) for i in range(3)]
+            # Partitions 0 and 2 are empty (pulsar-lite refuses to answer: None too).
+            last = await client.admin().last_message_ids(topic)
+    entries = {n: (i.ledger_id, i.entry_id) if i else None for n, i in last.items()}  # type: ignore[attr-defined]
+    # (pulsar-lite names a batched entry's last message by its entry: batch index -1)
+    assert entries == {
+        f"{name}-partition-0": None,
+        f"{name}-partition-1": (sent[-1].ledger_id, sent[-1].entry_id),  # type: ignore[attr-defined]
+        f"{name}-partition-2": None,
+    }
     description = described.result(name)
     assert description.name == name
     assert description.partitioned
