@@ -84,6 +84,20 @@ class _Translated:
 _translated = _Translated()
 
 
+def _set_future(future: asyncio.Future[Any], result: Any, value: Any) -> None:
+    """Complete ``future`` with ``value``, or with the PulsarException of ``result`` if it
+    is not Ok (a ``Result``, or the official extension's, by name); nothing if the future
+    is done already (its caller cancelled it). The official module's helper of this name,
+    which its test suite calls."""
+    if future.done():
+        return
+    name = getattr(result, "name", result)
+    if name == Result.Ok.name:
+        future.set_result(value)
+    else:
+        future.set_exception(PulsarException(Result[str(name)]))
+
+
 class Producer:
     def __init__(
         self, producer: core_producer.Producer, schema: PayloadSchema, client: Client
@@ -91,6 +105,7 @@ class Producer:
         self._producer = producer
         self._schema = schema
         self._client = client
+        self._closed = False
 
     async def send(self, content: Any, **message_arguments: Any) -> MessageId:
         """Send and wait for the broker to store it (arguments as the blocking ``send``)."""
@@ -104,6 +119,10 @@ class Producer:
             await self._producer.flush()
 
     async def close(self) -> None:
+        """Close; a second close raises AlreadyClosed, as the official module's does."""
+        if self._closed:
+            raise PulsarException(Result.AlreadyClosed, "the producer is closed")
+        self._closed = True
         with _translated:
             await self._producer.close()
 
@@ -211,6 +230,7 @@ class Client:
         with _translated:
             self._client = core_client.Client(service_url, **_client_options(kwargs))
         self._closed = False  # by close() or shutdown(): what follows raises AlreadyClosed
+        self._closing: asyncio.Future[None] | None = None  # shutdown()'s close
 
     async def create_producer(self, topic: str, *args: Any, **kwargs: Any) -> Producer:
         """Arguments as the blocking ``Client.create_producer``, except that batching is on
@@ -271,8 +291,13 @@ class Client:
         self._closing = asyncio.ensure_future(self._client.close())
 
     async def close(self) -> None:
-        """Close; a second close (or one after ``shutdown``) raises AlreadyClosed, as the
-        official module's does."""
+        """Close; after ``shutdown``, wait for its close to finish. A second close raises
+        AlreadyClosed, as the official module's does."""
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            with _translated:
+                await closing
+            return
         self.check_open()
         self._closed = True
         with _translated:

@@ -28,10 +28,14 @@ class MessageId:
         self._topic: str | None = None
 
     @classmethod
-    def wrap(cls, message_id: core.MessageId, topic: str | None = None) -> MessageId:
+    def wrap(cls, message_id: core.MessageId | MessageId, topic: str | None = None) -> MessageId:
         """The facade's id for one of msgclient's (a Pulsar one: the facade serves Pulsar
-        only)."""
-        assert isinstance(message_id, PulsarMessageId), message_id
+        only), or for one of the facade's own (as the official ``wrap`` takes what
+        ``send`` returned)."""
+        if isinstance(message_id, MessageId):
+            return cls.wrap(message_id.msgclient_id, topic or message_id.topic)
+        if not isinstance(message_id, PulsarMessageId):
+            raise TypeError(f"not a Pulsar message id: {message_id!r}")
         wrapped = cls.__new__(cls)
         wrapped._id = message_id
         wrapped._topic = topic

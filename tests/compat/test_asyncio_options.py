@@ -60,7 +60,8 @@ async def test_batching_by_default_and_closing(
     module_name: str, pulsar_broker: PulsarBroker, topic: str
 ) -> None:
     """The asyncio module's create_producer batches unless told otherwise (the blocking
-    one does not); a second close, and a send after shutdown, raise AlreadyClosed."""
+    one does not); a second close, and a send after shutdown, raise AlreadyClosed; a close
+    after shutdown waits for it."""
     aio = importlib.import_module(module_name)
     pulsar = importlib.import_module(module_name.rsplit(".", 1)[0])
     client = aio.Client(pulsar_broker.service_url, logger=QUIET)
@@ -71,6 +72,10 @@ async def test_batching_by_default_and_closing(
     unbatched = await client.create_producer(topic, batching_enabled=False)
     alone = await asyncio.gather(unbatched.send(b"c"), unbatched.send(b"d"))
     assert alone[0].entry_id() != alone[1].entry_id()
+    await unbatched.close()
+    with pytest.raises(aio.PulsarException) as closed:
+        await unbatched.close()
+    assert closed.value.error() == pulsar.Result.AlreadyClosed
     await client.close()
     with pytest.raises(aio.PulsarException) as closed:
         await client.close()
@@ -82,3 +87,25 @@ async def test_batching_by_default_and_closing(
     with pytest.raises(aio.PulsarException) as refused:
         await asyncio.wait_for(producer.send(b"after"), RECEIVE_MS / 1000)
     assert refused.value.error() == pulsar.Result.AlreadyClosed
+    await asyncio.wait_for(client.close(), RECEIVE_MS / 1000)
+
+
+@pytest.mark.parametrize("module_name", ["pulsar.asyncio", "msgclient.pulsar_compat.asyncio"])
+async def test_set_future_completes_a_pending_future_only(module_name: str) -> None:
+    """The official module's private ``_set_future``, which its own tests call."""
+    aio = importlib.import_module(module_name)
+    result = importlib.import_module("_pulsar").Result  # the official test passes these
+    loop = asyncio.get_running_loop()
+    cancelled, resolved, pending, failed = (loop.create_future() for _ in range(4))
+    cancelled.cancel()
+    resolved.set_result("first")
+    aio._set_future(cancelled, result.Ok, None)
+    aio._set_future(resolved, result.Ok, "late")
+    aio._set_future(pending, result.Ok, "value")
+    aio._set_future(failed, result.Timeout, None)
+    for _ in range(3):  # the official one completes them on the loop (call_soon_threadsafe)
+        await asyncio.sleep(0)
+    assert cancelled.cancelled() and resolved.result() == "first"
+    assert pending.result() == "value"
+    assert isinstance(failed.exception(), aio.PulsarException)
+    assert failed.exception().error().name == "Timeout"

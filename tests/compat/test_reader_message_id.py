@@ -28,6 +28,7 @@ def test_message_ids(pulsar_module: ModuleType, client: Any, topic: str) -> None
     assert str(pulsar.MessageId.latest) == "(9223372036854775807,9223372036854775807,-1,-1)"
     made = pulsar.MessageId(2, 10, 20, 3)  # partition, ledger, entry, batch index
     assert str(made) == "(10,20,2,3)"
+    assert str(pulsar.MessageId.wrap(ids[1])) == str(ids[1])  # wrap takes what send returned
     producer.close()
 
 
