@@ -56,7 +56,7 @@ async def pipeline(service_url: str, count: int) -> dict[int, bytes]:
         started = time.perf_counter()
         received, _ = await asyncio.gather(consume(consumer, count), produce(client, count))
         elapsed = time.perf_counter() - started
-        print(f"produced and consumed {count} messages in {elapsed:.2f}s; {consumer.stats}")
+        print(f"produced and consumed {count} messages in {elapsed:.2f}s; {consumer.stats()}")
         await consumer.close()
         return received
 

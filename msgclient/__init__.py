@@ -8,7 +8,7 @@ from msgclient.auth import (
     AuthenticationToken,
 )
 from msgclient.client import Client
-from msgclient.consumer import Consumer, ConsumerStats
+from msgclient.consumer import Consumer
 from msgclient.core.network.cluster_failover import (
     AutoClusterFailover,
     ServiceInfo,
@@ -81,6 +81,13 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.redelivery_backoff import MultiplierRedeliveryBackoff
+from msgclient.stats import (
+    ClientStats,
+    ConsumerStats,
+    PartitionConsumerStats,
+    PartitionProducerStats,
+    ProducerStats,
+)
 from msgclient.transaction import PreparedTransaction, Transaction, TransactionState
 
 __all__ = [
@@ -98,6 +105,7 @@ __all__ = [
     "ChecksumMismatchError",
     "Client",
     "ClientOptions",
+    "ClientStats",
     "CompressionType",
     "ConnectError",
     "ConnectionClosedError",
@@ -131,6 +139,8 @@ __all__ = [
     "MultiplierRedeliveryBackoff",
     "NotSupportedError",
     "OperationTimeoutError",
+    "PartitionConsumerStats",
+    "PartitionProducerStats",
     "PartitionsRoutingMode",
     "PreparedTransaction",
     "Producer",
@@ -139,6 +149,7 @@ __all__ = [
     "ProducerFencedError",
     "ProducerOptions",
     "ProducerQueueIsFullError",
+    "ProducerStats",
     "ProtocolError",
     "Reader",
     "ReceiveTimeoutError",

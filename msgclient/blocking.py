@@ -28,7 +28,6 @@ from msgclient import reader as async_reader
 from msgclient import transaction as async_transaction
 from msgclient.admin.blocking import BlockingAdmin
 from msgclient.closing import Closing
-from msgclient.consumer import ConsumerStats
 from msgclient.core.network.cluster_failover import (
     AutoClusterFailover,
     ServiceInfo,
@@ -40,6 +39,7 @@ from msgclient.message_batch import MessageBatch
 from msgclient.options import InitialPosition
 from msgclient.producer import MessageOptions
 from msgclient.sent_messages import SentMessages
+from msgclient.stats import ClientStats, ConsumerStats, ProducerStats
 
 T = TypeVar("T")
 
@@ -86,6 +86,13 @@ class _LoopThread:
             concurrent.futures.wait([call.outcome], timeout=_CANCEL_SECONDS)
             raise
         return call.outcome.result()
+
+    def snapshot(self, read: Callable[[], T]) -> T:
+        """``read()`` on the loop (what it reads is changed there), or here on the loop's
+        own thread (a send callback) or once the loop is closed."""
+        if threading.current_thread() is self._thread or self.loop.is_closed():
+            return read()
+        return self.run(_on_loop(read))
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
@@ -263,6 +270,9 @@ class Client(Closing):
         """As the async ``abort_prepared``."""
         self._runner.run(self._client.abort_prepared(prepared))
 
+    def stats(self) -> ClientStats:
+        return self._runner.snapshot(self._client.stats)
+
     def admin(self) -> BlockingAdmin:
         """Topics, configs, consumer groups and offsets (``msgclient.admin``), blocking."""
         return BlockingAdmin(self._client.admin(), self._runner)
@@ -296,6 +306,9 @@ class Producer(Closing):
 
     def is_connected(self) -> bool:
         return self._producer.is_connected()
+
+    def stats(self) -> ProducerStats:
+        return self._runner.snapshot(self._producer.stats)
 
     def send(
         self,
@@ -448,9 +461,8 @@ class Consumer(Closing):
     def is_connected(self) -> bool:
         return self._consumer.is_connected()
 
-    @property
     def stats(self) -> ConsumerStats:
-        return self._consumer.stats
+        return self._runner.snapshot(self._consumer.stats)
 
     def receive(self, timeout_millis: int | None = None) -> Message:
         return self._runner.run(self._consumer.receive(timeout_millis))

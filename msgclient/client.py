@@ -59,6 +59,8 @@ from msgclient.options import (
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
+from msgclient.stats import ClientStats, ConsumerStats, ProducerStats
+from msgclient.telemetry.wiring import Telemetry
 from msgclient.transaction import PreparedTransaction, Transaction, TransactionalProducers
 from msgclient.url import parse_service_url
 from msgclient.validators import build
@@ -96,6 +98,13 @@ class Client(AsyncClosing):
         self._failover: ClusterFailover | None = None
         self._provider: ServiceInfoProvider | None = None
         self._retry_now = RetrySignal()  # fired by a cluster switch
+        self._telemetry = Telemetry(
+            self.options,
+            self.service_url.scheme.split("+")[0],
+            self._producer_stats,
+            self._consumer_stats,
+            self.stats,
+        )
         if isinstance(service_url, str):
             return
         backend = self._switchable()
@@ -217,6 +226,25 @@ class Client(AsyncClosing):
         """Bytes of message payload held by this client's producers right now."""
         return self._memory.used
 
+    def stats(self) -> ClientStats:
+        """A snapshot of the client's counters (docs/metrics.md)."""
+        open_now, opened = self._backend.connection_counts()
+        return ClientStats(
+            connections_open=open_now,
+            connections_opened=opened,
+            producers=len(self._producers),
+            consumers=len(self._consumers),
+            memory_used=self._memory.used,
+            reconnects=sum(p.stats().reconnects for p in self._producers)
+            + sum(c.stats().reconnects for c in self._consumers),
+        )
+
+    def _producer_stats(self) -> list[ProducerStats]:
+        return [p.stats() for p in list(self._producers)]
+
+    def _consumer_stats(self) -> list[ConsumerStats]:
+        return [c.stats() for c in list(self._consumers)]
+
     async def create_producer(self, topic: str, **options: Any) -> Producer:
         """Create a producer on ``topic`` (options: ``ProducerOptions``).
 
@@ -247,12 +275,15 @@ class Client(AsyncClosing):
                 self._producer_transport_factory(name, index, producer_options),
                 self._backoff(),
                 per_partition_limit,
+                destination=topic,
+                partition_index=index,
             )
             for name, index in self._partition_names(topic, partitions)
         ]
         await self._start_all(members)
+        self._telemetry.producer_members(members)
         send_timeout = producer_options.send_timeout_millis / 1000
-        producer = Producer(
+        producer = self._telemetry.producer_type()(
             topic,
             producer_options,
             members,
@@ -393,7 +424,7 @@ class Client(AsyncClosing):
             ]
         counts = await asyncio.gather(*(self._backend.partition_count(t) for t, _ in subscribed))
         names = [
-            (base, name, index)
+            (base, topic_name, name, index)
             for (topic_name, base), count in zip(subscribed, counts, strict=True)
             for name, index in self._partition_names(topic_name, count)
             if only_partition is None or index == only_partition
@@ -423,11 +454,12 @@ class Client(AsyncClosing):
                 ),
                 self._backoff(),
                 routers.get(base),
+                destination=topic_name,
             )
-            for base, name, index in names
+            for base, topic_name, name, index in names
         ]
         await self._start_all(members)
-        consumer = Consumer(
+        consumer = self._telemetry.consumer_type()(
             topics, subscription_name, consumer_options, members, queue, self._consumers.discard
         )
         self._consumers.add(consumer)
@@ -565,6 +597,7 @@ class Client(AsyncClosing):
         producers = list(self._producers)
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()
+        self._telemetry.close()
 
 
 def _service_options(service: ServiceInfo) -> dict[str, Any]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 
-import attrs
-
 from msgclient.closing import AsyncClosing
 from msgclient.core.receive.message_listener import MessageListenerRunner
 from msgclient.core.receive.partition_consumer import PartitionConsumer
@@ -19,19 +17,9 @@ from msgclient.errors import (
 from msgclient.message import Message, MessageId
 from msgclient.message_batch import MessageBatch, MessageBlock, message_ids, topic_name
 from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
+from msgclient.stats import ConsumerStats
 from msgclient.transaction import Transaction
 from msgclient.validators import check_non_negative, check_timeout
-
-
-@attrs.frozen
-class ConsumerStats:
-    """A snapshot of a consumer's counters."""
-
-    received: int  # messages that arrived from the broker (duplicates included)
-    acknowledged: int
-    negatively_acknowledged: int
-    permits_granted: int  # on the current connections
-    queue_depth: int  # messages waiting for receive()
 
 
 class Consumer(AsyncClosing):
@@ -92,14 +80,14 @@ class Consumer(AsyncClosing):
         """Whether every partition's subscription is registered on an open connection."""
         return not self._closed and all(p.is_connected for p in self._partitions)
 
-    @property
     def stats(self) -> ConsumerStats:
-        return ConsumerStats(
-            received=sum(p.received for p in self._partitions),
-            acknowledged=sum(p.acknowledged for p in self._partitions),
-            negatively_acknowledged=sum(p.negatively_acknowledged for p in self._partitions),
-            permits_granted=sum(p.window.granted for p in self._partitions),
-            queue_depth=len(self._queue),
+        """A snapshot of the consumer's counters, summed and per partition
+        (docs/metrics.md)."""
+        return ConsumerStats.of(
+            self.subscription_name,
+            [p.stats() for p in self._partitions],
+            len(self._queue),
+            self._partitions[0].transport.rebalances,
         )
 
     def has_reached_end_of_topic(self) -> bool:

@@ -306,6 +306,12 @@ class ConsumerTransport(ABC):
     # refetches, so Exclusive and Failover need not ask for everything unacked again.
     redelivers_by_id = False
 
+    @property
+    def rebalances(self) -> int:
+        """Group rebalances completed by the subscription this transport serves (its
+        consumer group's joins, the first included; 0 where there is no group)."""
+        return 0
+
     @abstractmethod
     async def connect(self) -> None:
         """Find the broker, connect, subscribe (or resubscribe). Raises on failure."""
@@ -470,6 +476,11 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
     @abstractmethod
     def admin_transport(self) -> AdminTransport:
         """The admin API's transport (one per backend)."""
+
+    def connection_counts(self) -> tuple[int, int]:
+        """Broker connections (open now, opened since the backend was made), for the
+        client's stats."""
+        return 0, 0
 
     @abstractmethod
     async def close(self) -> None:

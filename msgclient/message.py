@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 SendCallback = Callable[[BaseException | None, "MessageId | None"], None]
@@ -228,6 +229,15 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self._message_id!r}, {len(self._value)} bytes, topic={self._topic!r})"
+
+
+_VALUE = operator.attrgetter("_value")
+
+
+def payload_bytes(messages: Iterable[Message]) -> int:
+    """The payload bytes of ``messages`` (a null value has none), added up in C: no
+    Python call per message (a consumer counts every dispatch's)."""
+    return sum(map(len, map(_VALUE, messages)))
 
 
 def plain_messages(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar, overload
+from typing import TypeVar, cast, overload
 
 from msgclient.message import Message, MessageId
+from msgclient.message import payload_bytes as message_payload_bytes
 
 T = TypeVar("T")
 
@@ -82,6 +83,11 @@ class MessageBlock(Sequence[Message], abc.ABC):
         """The ids that acknowledge messages start..end-1: fewer than one per message
         where the protocol allows (a whole Pulsar entry is acknowledged by its entry id)."""
 
+    def payload_bytes(self) -> int:
+        """The payload bytes of every message of the block (a null value: 0); blocks
+        that keep their values as a list of bytes add them up in C."""
+        return sum(len(value) for value in self.values(0, len(self)) if value is not None)
+
 
 Slice = tuple[Sequence[Message], int, int]  # messages[start:end] of one dispatch
 
@@ -97,6 +103,15 @@ def first_and_last_ids(messages: Sequence[Message]) -> tuple[MessageId, MessageI
     """The ids of a dispatch's first and last messages (not empty)."""
     count = len(messages)
     return message_ids(messages, 0, 1)[0], message_ids(messages, count - 1, count)[0]
+
+
+def payload_bytes(messages: Sequence[Message]) -> int:
+    """The payload bytes of one dispatch's messages (the consumer's ``bytes_received``)."""
+    # The class's MRO, not isinstance: an ABC's isinstance runs Python code, a cost per
+    # dispatch that a Kafka run of some 80 records felt.
+    if MessageBlock in type(messages).__mro__:
+        return cast(MessageBlock, messages).payload_bytes()
+    return message_payload_bytes(messages)
 
 
 def topic_name(messages: Sequence[Message]) -> str:

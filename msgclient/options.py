@@ -162,6 +162,21 @@ def _optional_listener(_: Any, attribute: attrs.Attribute[Any], value: Any) -> N
     )
 
 
+def _telemetry_provider(method: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """An OpenTelemetry provider (an object with ``method``), True (the global one) or
+    None (off); checked without importing opentelemetry."""
+
+    def validate(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        check(
+            value is None or value is True or callable(getattr(value, method, None)),
+            attribute.name,
+            value,
+            f"None, True (the global provider) or an OpenTelemetry provider (with {method})",
+        )
+
+    return validate
+
+
 MIB = 1024 * 1024
 
 
@@ -180,6 +195,12 @@ class ClientOptions:
     tls_trust_certs_file_path: str | None = attrs.field(default=None, validator=optional_str)
     tls_allow_insecure_connection: bool = attrs.field(default=False, validator=is_bool)
     tls_validate_hostname: bool = attrs.field(default=False, validator=is_bool)
+    # OpenTelemetry (the otel extra; docs/metrics.md): metrics from this MeterProvider, a
+    # span per send and per receive from this TracerProvider with the trace context in the
+    # messages' properties (Kafka headers). True: the global provider. None: off, and
+    # opentelemetry is not imported.
+    meter_provider: Any = attrs.field(default=None, validator=_telemetry_provider("get_meter"))
+    tracer_provider: Any = attrs.field(default=None, validator=_telemetry_provider("get_tracer"))
     # -- Pulsar only (the Kafka adapter uses sasl_* below) --
     # Its repr hides every secret, so it may stay in ClientOptions' repr.
     authentication: Authentication | None = attrs.field(

@@ -25,6 +25,7 @@ from msgclient.message import Message, MessageId, OutgoingMessage, SendCallback
 from msgclient.message_batch import MessageBatch
 from msgclient.options import PartitionsRoutingMode, ProducerOptions
 from msgclient.sent_messages import SentMessages
+from msgclient.stats import ProducerStats
 from msgclient.transaction import Transaction, TransactionalProducers, TransactionState
 from msgclient.validators import check_non_negative, check_properties
 
@@ -111,6 +112,11 @@ class Producer(AsyncClosing):
     def pending_count(self) -> int:
         """Messages accepted and not yet confirmed or failed."""
         return sum(p.pending_count for p in self._partitions)
+
+    def stats(self) -> ProducerStats:
+        """A snapshot of the producer's counters, summed and per partition
+        (docs/metrics.md)."""
+        return ProducerStats.of(self.topic, [p.stats() for p in self._partitions])
 
     async def send(
         self, value: bytes | bytearray | memoryview | None, **options: Unpack[MessageOptions]

@@ -64,7 +64,7 @@ class Reader(AsyncClosing):
     async def has_message_available(self) -> bool:
         """Whether a ``read_next`` would find a message now (asks the broker when the local
         queue is empty)."""
-        if self._consumer.stats.queue_depth:
+        if self._consumer.stats().queue_depth:
             return True
         last_ids = await self._consumer.last_message_ids()
         return any(self._after_read(topic, last) for topic, last in last_ids.items())

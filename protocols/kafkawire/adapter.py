@@ -207,6 +207,9 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         finally:
             await manager.close()
 
+    def connection_counts(self) -> tuple[int, int]:
+        return self.pool.open_count, self.pool.opened
+
     def admin_transport(self) -> KafkaAdmin:
         if self._admin is None:
             self._admin = KafkaAdmin(self.context)

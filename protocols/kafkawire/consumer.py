@@ -69,6 +69,7 @@ class KafkaSubscription:
         self._dirty: dict[TopicPartition, int] = {}
         self._commit: asyncio.Future[None] | None = None
         self._open = 0
+        self.rebalances = 0  # group joins completed (each ends in on_partitions_assigned)
 
     async def start(self, timeout: float) -> None:
         """Join the group once, for every transport (the first caller does it)."""
@@ -84,6 +85,7 @@ class KafkaSubscription:
 
     async def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
         assert self.group is not None
+        self.rebalances += 1
         committed = await self.group.committed(partitions)
         for tp in partitions:
             transport = self.transports.get(tp)
@@ -177,6 +179,10 @@ class KafkaConsumerTransport(ConsumerTransport):
         self._committed = -1
         self._redelivery_counts: dict[int, int] = {}
         subscription.opened(self)
+
+    @property
+    def rebalances(self) -> int:
+        return self._subscription.rebalances
 
     # -- assignment ---------------------------------------------------------------------
 

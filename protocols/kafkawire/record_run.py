@@ -21,12 +21,15 @@ _INT31 = 0x7FFFFFFF  # producer sequence numbers wrap to 0 after the largest int
 
 class RecordRun(MessageBlock):
     """Records at ``first_offset`` on (one partition), each a value and a timestamp; a
-    record's sequence number is ``first_sequence`` plus its place (-1: none)."""
+    record's sequence number is ``first_sequence`` plus its place (-1: none).
+    ``value_size``: the size of every value, when the decoder read them as one (-1: not
+    known), which makes the run's payload bytes a product."""
 
     __slots__ = (
         "_first_sequence",
         "_partition_name",
         "_timestamps",
+        "_value_size",
         "_values",
         "first_offset",
         "partition",
@@ -41,6 +44,7 @@ class RecordRun(MessageBlock):
         values: list[bytes],
         timestamps: list[int],
         first_sequence: int,
+        value_size: int = -1,
     ) -> None:
         super().__init__()
         self.topic = topic
@@ -49,6 +53,7 @@ class RecordRun(MessageBlock):
         self._values = values
         self._timestamps = timestamps
         self._first_sequence = first_sequence
+        self._value_size = value_size
         # A message's topic_name() is its partition's name, as on Pulsar.
         self._partition_name = f"{topic}-{partition}"
 
@@ -68,10 +73,16 @@ class RecordRun(MessageBlock):
             self._values[start:end],
             self._timestamps[start:end],
             (sequence + start) & _INT31 if sequence >= 0 else -1,
+            self._value_size,
         )
 
     def topic_name(self) -> str:
         return self._partition_name
+
+    def payload_bytes(self) -> int:
+        if self._value_size >= 0:
+            return self._value_size * len(self._values)
+        return sum(map(len, self._values))  # bytes each (a null value is empty)
 
     def _make_all(self) -> list[Message]:
         count = len(self._values)

@@ -635,7 +635,7 @@ def _decode_records(
             record = _record_at(body, p, base_offset)
             end, timestamp_delta, offset_delta, key, value, headers = record[:6]
             if key is None and headers is None and value is not None and index + 1 < count:
-                run, values, timestamps, after = _read_run(
+                run, values, timestamps, after, value_size = _read_run(
                     body, p, record, count - index, base_timestamp, scale
                 )
                 if run > 1:
@@ -647,6 +647,7 @@ def _decode_records(
                             values[skip:] if skip else values,
                             timestamps[skip:] if skip else timestamps,
                             (base_sequence + first_delta) & _INT31 if base_sequence >= 0 else -1,
+                            value_size,
                         ))  # fmt: skip
                         singles = None
                     p = after
@@ -674,11 +675,12 @@ def _decode_records(
 
 def _read_run(
     body: bytes, p: int, record: _Record, most: int, base_timestamp: int, scale: int
-) -> tuple[int, list[bytes], list[int], int]:
+) -> tuple[int, list[bytes], list[int], int, int]:
     """The plain records (no key, no headers, a value) from ``p`` on, the first of them
     ``record``, at offsets one apart (at most ``most``): how many, their values, their
-    timestamps, and where they end. Records alike (one size, deltas as wide), 16 or more
-    in a row, are read by columns; the others one by one."""
+    timestamps, where they end, and the size of every value when all have one (else -1).
+    Records alike (one size, deltas as wide), 16 or more in a row, are read by columns;
+    the others one by one."""
     end, timestamp_delta, offset_delta, _, value, _, timestamp_at, delta_at, key_at, value_at = (
         record
     )
@@ -696,14 +698,15 @@ def _read_run(
             values = _values(body, p, stride, layout[3], run)
             one_byte = len(timestamp_columns) == 1
             zigzags = timestamp_columns[0] if one_byte else varints(timestamp_columns)
-            return run, values, _timestamps(zigzags, base_timestamp, scale), p + run * stride
+            timestamps = _timestamps(zigzags, base_timestamp, scale)
+            return run, values, timestamps, p + run * stride, stride - layout[3] - 1
     # The records after this one (read already), as long as they are plain.
     values, zigzag_list, after = _plain_records(body, end, most - 1, offset_delta + 1)
     if not values:
-        return 1, [], [], end
+        return 1, [], [], end, -1
     values.insert(0, value or b"")
     zigzag_list.insert(0, _zigzag(timestamp_delta))
-    return len(values), values, _timestamps(zigzag_list, base_timestamp, scale), after
+    return len(values), values, _timestamps(zigzag_list, base_timestamp, scale), after, -1
 
 
 _Layout = tuple[int, int, int, int]  # a record's timestamp delta, offset delta, key, value

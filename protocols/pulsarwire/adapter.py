@@ -156,6 +156,9 @@ class PulsarBackend(ProtocolBackend[None]):
             self.context, topic, partition, subscription, options, events
         )
 
+    def connection_counts(self) -> tuple[int, int]:
+        return self.pool.open_count, self.pool.opened
+
     def admin_transport(self) -> PulsarAdmin:
         return PulsarAdmin(self.context)
 

@@ -24,7 +24,7 @@ class RecordDetails:
 
     def __init__(
         self,
-        key: str | None,
+        key: str | bytes | None,
         ordering_key: bytes | None,
         properties: Mapping[str, str] | None,
         null_value: bool,
@@ -40,7 +40,8 @@ _PLAIN = RecordDetails(None, None, None, False)  # a record with none of these f
 
 class BatchEntry(MessageBlock):
     """The messages of one batched entry still to deliver (the broker's ack set may have
-    left some out: ``indexes`` are then their batch indexes)."""
+    left some out: ``indexes`` are then their batch indexes). ``value_size``: the size of
+    every value when the decoder read them as one (-1: not known)."""
 
     __slots__ = (
         "_batch_size",
@@ -56,6 +57,7 @@ class BatchEntry(MessageBlock):
         "_schema_version",
         "_sequence_ids",
         "_topic",
+        "_value_size",
         "_values",
     )
 
@@ -75,6 +77,7 @@ class BatchEntry(MessageBlock):
         producer_name: str,
         redelivery_count: int,
         schema_version: bytes | None = None,
+        value_size: int = -1,
     ) -> None:
         super().__init__()
         self._topic = topic
@@ -91,12 +94,18 @@ class BatchEntry(MessageBlock):
         self._producer_name = producer_name
         self._redelivery_count = redelivery_count
         self._schema_version = schema_version  # the entry's, shared by its messages
+        self._value_size = value_size
 
     def __len__(self) -> int:
         return len(self._values)
 
     def topic_name(self) -> str:
         return self._topic
+
+    def payload_bytes(self) -> int:
+        if self._value_size >= 0:
+            return self._value_size * len(self._values)
+        return sum(map(len, self._values))  # bytes each (a null value is empty)
 
     def _make_all(self) -> list[Message]:
         topic, ledger, entry = self._topic, self._ledger_id, self._entry_id
@@ -154,8 +163,11 @@ class BatchEntry(MessageBlock):
     def key_bytes(self, start: int, end: int) -> list[bytes | None]:
         column: list[bytes | None] = [None] * (end - start)
         for position, details in self._details.items():
-            if details.key is not None and start <= position < end:
-                column[position - start] = details.key.encode("utf-8", "surrogateescape")
+            key = details.key
+            if key is not None and start <= position < end:
+                column[position - start] = (
+                    key if isinstance(key, bytes) else key.encode("utf-8", "surrogateescape")
+                )
         return column
 
     def properties(self, start: int, end: int) -> list[Mapping[str, str] | None]:

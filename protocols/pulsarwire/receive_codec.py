@@ -7,6 +7,8 @@ the entry's metadata says. Pure functions: tests drive them with bytes.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -79,7 +81,7 @@ def decode_entry(
                 payload,
                 PulsarMessageId(ledger, entry, partition),
                 topic,
-                metadata.partition_key if metadata.HasField("partition_key") else None,
+                _key(metadata),
                 metadata.ordering_key if metadata.HasField("ordering_key") else None,
                 {kv.key: kv.value for kv in metadata.properties} or None,
                 metadata.event_time,
@@ -99,7 +101,7 @@ def decode_entry(
     unacked = _unacked_indexes(command.ack_set, count)
     uniform = _uniform_records(payload, count) if unacked is None else None
     if uniform is not None:  # the common batch: read by columns, no loop per record
-        values, sequence_ids = uniform
+        values, sequence_ids, value_size = uniform
         event_times: list[int] = [0] * count  # no record carries an event time
         details: dict[int, RecordDetails] = {}
         kept: list[int] | None = None
@@ -107,6 +109,7 @@ def decode_entry(
         values, sequence_ids, event_times, details, kept = _read_records(
             payload, count, unacked, metadata.sequence_id, f"batch entry {ledger}:{entry}"
         )
+        value_size = -1
     return BatchEntry(
         topic,
         ledger,
@@ -122,6 +125,7 @@ def decode_entry(
         metadata.producer_name,
         redelivery_count,
         schema_version,
+        value_size,
     )
 
 
@@ -159,7 +163,7 @@ def _read_records(
             payload_size, event_time = single.payload_size, single.event_time
             sequence_id = single.sequence_id if single.HasField("sequence_id") else -1
             record_details = RecordDetails(
-                single.partition_key if single.HasField("partition_key") else None,
+                _key(single),
                 single.ordering_key if single.HasField("ordering_key") else None,
                 {kv.key: kv.value for kv in single.properties} or None,
                 single.null_value,
@@ -185,10 +189,10 @@ def _read_records(
     return values, sequence_ids, event_times, details, None if unacked is None else kept
 
 
-def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]] | None:
-    """The values and sequence ids of a batch whose records all have one shape: metadata of
-    payload_size then sequence_id, every payload_size and metadata size equal (what a
-    producer writes for equal-size messages); None for any other batch.
+def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int], int] | None:
+    """The values, sequence ids and value size of a batch whose records all have one
+    shape: metadata of payload_size then sequence_id, every payload_size and metadata size
+    equal (what a producer writes for equal-size messages); None for any other batch.
 
     Such records sit at a fixed stride and are read by columns (protocols/columns.py):
     the constant bytes (the record size, the tags, the payload size) are checked by
@@ -221,7 +225,7 @@ def _uniform_records(payload: bytes, count: int) -> tuple[list[bytes], list[int]
         sequence_ids = varints(columns)
     start = 4 + size
     values = [payload[p : p + payload_size] for p in range(start, start + count * stride, stride)]
-    return values, sequence_ids
+    return values, sequence_ids, payload_size
 
 
 def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
@@ -311,3 +315,16 @@ def _unacked_indexes(ack_set: Sequence[int], count: int) -> set[int] | None:
     if not words:
         return None
     return {i for i in range(count) if i // 64 < len(words) and (words[i // 64] >> (i % 64)) & 1}
+
+
+def _key(metadata: pb.MessageMetadata | pb.SingleMessageMetadata) -> str | bytes | None:
+    """The partition key; a binary one (sent in base64, flagged) as its bytes, as the Java
+    client's ``getKeyBytes()`` gives it. A flagged key that is not base64 stays text."""
+    if not metadata.HasField("partition_key"):
+        return None
+    if metadata.partition_key_b64_encoded:
+        try:
+            return base64.b64decode(metadata.partition_key, validate=True)
+        except binascii.Error:
+            pass
+    return metadata.partition_key

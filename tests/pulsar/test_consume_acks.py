@@ -81,7 +81,7 @@ async def test_ten_thousand_acks_go_out_in_a_few_commands(
         for message in received:
             consumer.acknowledge(message)
         await within(consumer.close())  # flushes what is pending
-        assert consumer.stats.acknowledged == count
+        assert consumer.stats().acknowledged == count
 
     acks = wire.acks()
     assert 10 <= len(acks) <= 20  # 1000 a command at most: 10, plus a few timer flushes
@@ -229,8 +229,8 @@ async def test_a_redelivery_of_a_message_whose_ack_is_pending_is_dropped(
         assert [
             (i.ledgerId, i.entryId) for i in redeliver.redeliverUnacknowledgedMessages.message_ids
         ] == [entry(first)]
-        await wait_until(lambda: consumer.stats.received == len(sent) + 1, "the broker's copy")
-        assert consumer.stats.queue_depth == 0
+        await wait_until(lambda: consumer.stats().received == len(sent) + 1, "the broker's copy")
+        assert consumer.stats().queue_depth == 0
         await assert_no_message(consumer)  # the copy was dropped
         assert wire.acks() == []
         await within(consumer.close())

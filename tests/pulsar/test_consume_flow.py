@@ -60,16 +60,16 @@ async def test_the_queue_never_holds_more_than_its_size(
                 granted = sum(wire.flows())
 
                 def all_dispatched(granted: int = granted) -> bool:
-                    return consumer.stats.received == granted
+                    return consumer.stats().received == granted
 
                 await wait_until(all_dispatched, f"{granted} messages dispatched")
                 await asyncio.sleep(0.005)  # anything beyond the permits would come now
-                assert consumer.stats.received == granted
-                assert consumer.stats.queue_depth == granted - len(received) <= N
+                assert consumer.stats().received == granted
+                assert consumer.stats().queue_depth == granted - len(received) <= N
             message = await within(consumer.receive())
             consumer.acknowledge(message)
             received.append(message)
-            stats = consumer.stats
+            stats = consumer.stats()
             assert stats.queue_depth <= N
             assert stats.received - taken == stats.queue_depth  # no duplicate, nothing lost
             flows = wire.flows()
@@ -104,11 +104,11 @@ async def test_zero_queue_asks_for_one_message_per_receive(
             assert message.data() == sent[count - 1]
             consumer.acknowledge(message)
             assert wire.flows() == [1] * count
-            assert consumer.stats.queue_depth == 0
+            assert consumer.stats().queue_depth == 0
         # The broker had one permit per receive: nothing arrives unasked.
         with pytest.raises(msgclient.ReceiveTimeoutError):
             await consumer.receive(timeout_millis=QUIET_MS)
-        assert consumer.stats.received == len(sent)
+        assert consumer.stats().received == len(sent)
         # That receive asked for one more (FLOW 1); it is still outstanding, so the next
         # receive asks for nothing new and gets the next message published.
         assert wire.flows() == [1] * (len(sent) + 1)
@@ -126,13 +126,13 @@ async def test_pause_stops_grants_and_resume_restarts_them(
     sent = await backlog(url, topic, 10 * N)
     async with msgclient.Client(url, operation_timeout_seconds=5) as client:
         consumer = await within(client.subscribe(topic, "pause", receiver_queue_size=N, **SHARED))
-        await wait_until(lambda: consumer.stats.queue_depth == N, "a full queue")
+        await wait_until(lambda: consumer.stats().queue_depth == N, "a full queue")
         consumer.pause_message_listener()
         first = await receive_n(consumer, N)  # what was queued still comes
         assert wire.flows() == [N]  # but no refill while paused
         with pytest.raises(msgclient.ReceiveTimeoutError):
             await consumer.receive(timeout_millis=QUIET_MS)
-        assert consumer.stats.received == N
+        assert consumer.stats().received == N
 
         consumer.resume_message_listener()
         assert wire.flows() == [N, N]  # the permits freed while paused, in one grant

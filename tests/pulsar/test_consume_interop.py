@@ -131,7 +131,7 @@ async def test_official_producer_to_msgclient_consumer(
         for message in received:
             consumer.acknowledge(message)
         await assert_no_message(consumer)  # exactly once
-        assert consumer.stats.received == len(MESSAGES)
+        assert consumer.stats().received == len(MESSAGES)
 
     assert set(compressions_read) == {compression.value}
 

@@ -97,7 +97,7 @@ async def test_a_nacked_message_comes_back_after_the_delay_with_its_count(
     consumer.acknowledge(message)
     # Longer than the nack delay: an acked message is not redelivered.
     await assert_no_message(consumer, int(NACK_DELAY_S * 1000) + 300)
-    assert consumer.stats.negatively_acknowledged == 2
+    assert consumer.stats().negatively_acknowledged == 2
     await consumer.close()
 
 

@@ -165,13 +165,13 @@ async def test_failover_hands_over_to_the_standby(client: msgclient.Client, topi
     # The dispatch, to whichever is active (pulsar-lite names it with no
     # ACTIVE_CONSUMER_CHANGE: brokers.md); the other must then have none of it.
     await wait_until(
-        lambda: a.stats.received + b.stats.received >= len(values), "the dispatch of 10"
+        lambda: a.stats().received + b.stats().received >= len(values), "the dispatch of 10"
     )
-    active, standby = (a, b) if a.stats.received else (b, a)
+    active, standby = (a, b) if a.stats().received else (b, a)
     first = await receive_n(active, len(values))
     assert payloads(first) == values
     await assert_no_message(standby)
-    assert standby.stats.received == 0  # not even queued: the standby gets nothing
+    assert standby.stats().received == 0  # not even queued: the standby gets nothing
     # pulsar-lite sends no ACTIVE_CONSUMER_CHANGE (brokers.md): is_active stays unknown.
     assert a.is_active is None and b.is_active is None
 
@@ -262,7 +262,7 @@ async def test_multi_topic_consumer(client: msgclient.Client, topic: str) -> Non
         1,
     )
     await ack_confirmed(consumer, [m for m in messages if m is not nacked] + [redelivered])
-    assert consumer.stats.acknowledged == 15
+    assert consumer.stats().acknowledged == 15
     await consumer.close()
 
     again = await client.subscribe(topics, SUB, **options)
@@ -289,7 +289,7 @@ async def test_partitioned_consumer(
             max_total_receiver_queue_size_across_partitions=total,
         )
         # Each partition's window is its share of the total: min(100, 200 // 4) = 50.
-        assert consumer.stats.permits_granted == partitions * min(queue_size, total // partitions)
+        assert consumer.stats().permits_granted == partitions * min(queue_size, total // partitions)
 
         keys = [f"k{k}" for k in range(8)]
         values = [b"%s/%d" % (key.encode(), n) for n in range(5) for key in keys]

@@ -46,6 +46,20 @@ async def test_bytes_partition_key_is_sent_as_javas_key_bytes(
     }
 
 
+@pytest.mark.parametrize("options", [BATCHED, {"batching_enabled": False}])
+async def test_a_bytes_partition_key_is_received_as_its_bytes(
+    pulsar_broker: PulsarBroker, topic: str, options: dict[str, Any]
+) -> None:
+    async with msgclient.Client(pulsar_broker.service_url) as client:
+        consumer = await client.subscribe(topic, "keys")
+        producer = await client.create_producer(topic, **options)
+        await within(producer.send(b"bytes", partition_key=b"\x00\xffkey"))
+        await within(producer.send(b"text", partition_key="k\u00e9"))
+        received = [await within(consumer.receive()) for _ in range(2)]
+    assert [m.key_bytes() for m in received] == [b"\x00\xffkey", "k\u00e9".encode()]
+    assert received[1].partition_key() == "k\u00e9"
+
+
 @pytest.mark.parametrize(
     ("argument", "value", "named"),
     [

@@ -98,7 +98,7 @@ async def test_acknowledging_a_batch_acks_every_message_by_entry(
         batches = await receive_all(consumer, len(sent))
         for batch in batches:
             await within(consumer.acknowledge(batch))
-        assert consumer.stats.acknowledged == len(sent)  # messages, not the entry ids
+        assert consumer.stats().acknowledged == len(sent)  # messages, not the entry ids
         await consumer.close()
     acks = wire.acks()
     acked = [(i.ledgerId, i.entryId) for ack in acks for i in ack.message_id]
@@ -123,7 +123,7 @@ async def test_a_batch_cut_inside_an_entry_acks_by_index_and_mixes_with_receive(
     async with msgclient.Client(url, operation_timeout_seconds=5) as client:
         consumer = await within(client.subscribe(topic, "cut", **SHARED_FROM_EARLIEST))
         await official_produce(url, topic, sent, **BATCHED)
-        await wait_until(lambda: consumer.stats.queue_depth >= 150, "the backlog queued")
+        await wait_until(lambda: consumer.stats().queue_depth >= 150, "the backlog queued")
         first = await within(consumer.receive_many(max_messages=30, timeout_millis=5_000))
         one = await within(consumer.receive(5_000))
         rest = await receive_all(consumer, len(sent) - 31)

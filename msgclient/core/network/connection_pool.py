@@ -33,9 +33,16 @@ class ConnectionPool(Generic[C]):
         self._per_broker = connections_per_broker
         self._connections: dict[PoolKey, asyncio.Task[C]] = {}
         self._closed = False
+        self.opened = 0  # connections opened (handshake done) since the pool was made
 
     def __len__(self) -> int:
         return len(self._connections)
+
+    @property
+    def open_count(self) -> int:
+        """Connections open now (not those still opening)."""
+        tasks = self._connections.values()
+        return sum(1 for t in tasks if t.done() and _open_connection(t) is not None)
 
     async def get_connection(self, logical: str, physical: str | None = None) -> C:
         if self._closed:
@@ -64,6 +71,7 @@ class ConnectionPool(Generic[C]):
                 del self._connections[key]
             raise
         connection.closed.add_done_callback(lambda _: self._evict(key, connection))
+        self.opened += 1
         return connection
 
     def _evict(self, key: PoolKey, connection: C) -> None:

@@ -23,8 +23,9 @@ from msgclient.core.receive.unacked_tracker import UnAckedMessageTracker
 from msgclient.core.timing_wheel import Scheduler
 from msgclient.errors import MsgClientError
 from msgclient.message import Message, MessageId
-from msgclient.message_batch import first_and_last_ids
+from msgclient.message_batch import first_and_last_ids, payload_bytes
 from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
+from msgclient.stats import PartitionConsumerStats
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,9 @@ class PartitionConsumer(ConsumerEvents):
     """Create with ``start``; the first subscription must succeed within the timeout.
 
     ``scheduler`` is the clock and timer of the ack grouping, the negative-ack delay and
-    the ack timeout: the running loop by default, a fake clock in tests.
+    the ack timeout: the running loop by default, a fake clock in tests. ``destination``
+    names the topic (not the partition's name) in its stats; the counters are integers
+    added to once per dispatch or event.
     """
 
     def __init__(
@@ -48,8 +51,10 @@ class PartitionConsumer(ConsumerEvents):
         dead_letters: DeadLetterRouter | None,
         *,
         scheduler: Scheduler | None = None,
+        destination: str | None = None,
     ) -> None:
         self.topic = topic
+        self.destination = topic if destination is None else destination
         self.partition_index = partition_index  # -1: not a partition
         self._options = options
         self._queue = queue
@@ -87,7 +92,11 @@ class PartitionConsumer(ConsumerEvents):
         self._newest_received: MessageId | None = None  # the newest id dispatched to us
         self._background: set[asyncio.Task[None]] = set()
         self.received = 0
+        self.bytes_received = 0
         self.negatively_acknowledged = 0
+        self.redeliveries_requested = 0
+        self.dead_lettered = 0
+        self.reconnects = 0
         self.is_active: bool | None = None  # Failover: known once the broker says
         self.reached_end_of_topic = False
 
@@ -140,6 +149,7 @@ class PartitionConsumer(ConsumerEvents):
             self._closed = True
             self._queue.close(outcome)
         elif not self._closed:
+            self.reconnects += 1
             self._on_connected()
 
     async def close(self) -> None:
@@ -181,6 +191,7 @@ class PartitionConsumer(ConsumerEvents):
 
     def on_messages(self, messages: Sequence[Message]) -> None:
         self.received += len(messages)
+        self.bytes_received += payload_bytes(messages)
         is_duplicate = self._acks.is_duplicate
         first, last = first_and_last_ids(messages)
         newest = self._newest_received
@@ -300,6 +311,7 @@ class PartitionConsumer(ConsumerEvents):
                 self._dead_letter_in_background(dead)
         if not message_ids or not self._connected:
             return
+        self.redeliveries_requested += len(message_ids)
         if (
             self._options.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared)
             or self._transport.redelivers_by_id
@@ -342,7 +354,22 @@ class PartitionConsumer(ConsumerEvents):
                 if self._connected:
                     self._transport.redeliver([message.message_id()])
                 continue
+            self.dead_lettered += 1
             self.acknowledge(message.message_id())
+
+    def stats(self) -> PartitionConsumerStats:
+        return PartitionConsumerStats(
+            topic=self.destination,
+            partition=self.partition_index,
+            received=self.received,
+            bytes_received=self.bytes_received,
+            acknowledged=self.acknowledged,
+            negatively_acknowledged=self.negatively_acknowledged,
+            redeliveries_requested=self.redeliveries_requested,
+            dead_lettered=self.dead_lettered,
+            reconnects=self.reconnects,
+            permits_granted=self.window.granted,
+        )
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from msgclient.core.send.batch_container import (
 )
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.pending_queue import PendingQueue
+from msgclient.core.send.send_counters import SendCounters
 from msgclient.core.timing_wheel import Cancellable, Scheduler
 from msgclient.errors import (
     AlreadyClosedError,
@@ -41,6 +42,7 @@ from msgclient.errors import (
 )
 from msgclient.message import MessageId, OutgoingMessage
 from msgclient.options import BatchingType, ProducerOptions
+from msgclient.stats import PartitionProducerStats
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class PartitionProducer(ProducerEvents):
 
     ``scheduler`` is the clock and timer of the batch delay, the send timeout and the first
     registration's deadline: the running loop by default, a fake clock in tests.
+    ``destination`` and ``partition_index`` name the topic and partition in its stats.
     """
 
     def __init__(
@@ -64,8 +67,12 @@ class PartitionProducer(ProducerEvents):
         max_pending_messages: int,
         *,
         scheduler: Scheduler | None = None,
+        destination: str | None = None,
+        partition_index: int = -1,
     ) -> None:
         self.topic = topic
+        self.destination = topic if destination is None else destination
+        self.partition_index = partition_index  # -1: not a partition
         self.producer_name = options.producer_name or ""
         self.schema_version: bytes | None = None  # the broker's answer, once registered
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE  # until the broker says otherwise
@@ -105,6 +112,7 @@ class PartitionProducer(ProducerEvents):
         self.last_sequence_id_pushed = -1
         self.last_sequence_id_published = -1
         self.failed_count = 0  # messages failed (a transaction that sent them cannot commit)
+        self.counters = SendCounters()  # added to per receipt; read by stats()
         self._registered_once = False
         self._reconnect_task: asyncio.Task[None] | None = None
 
@@ -162,6 +170,7 @@ class PartitionProducer(ProducerEvents):
             self._closing = self._closed = True
             self._fail_all(outcome)
         elif outcome is not None:
+            self.counters.reconnects += 1
             self._on_registered(outcome)
 
     def _is_closed(self) -> bool:
@@ -318,6 +327,7 @@ class PartitionProducer(ProducerEvents):
             self.last_sequence_id_published, op.highest_sequence_id
         )
         self._release(op.count, op.payload_bytes)
+        self.counters.confirmed(op.count, op.payload_bytes, self._time() - op.created_at)
         op.complete(message_ids)
 
     def on_send_error(self, sequence_id: int, error: MsgClientError) -> None:
@@ -367,3 +377,24 @@ class PartitionProducer(ProducerEvents):
     @property
     def pending_count(self) -> int:
         return sum(op.count for op in self._pending) + len(self._batch or ())
+
+    @property
+    def pending_bytes(self) -> int:
+        open_batch = self._batch.size_bytes if self._batch is not None else 0
+        return sum(op.payload_bytes for op in self._pending) + open_batch
+
+    def stats(self) -> PartitionProducerStats:
+        counters = self.counters
+        return PartitionProducerStats(
+            topic=self.destination,
+            partition=self.partition_index,
+            messages_sent=counters.messages_sent,
+            bytes_sent=counters.bytes_sent,
+            send_errors=self.failed_count,
+            batches_sent=counters.batches_sent,
+            pending_messages=self.pending_count,
+            pending_bytes=self.pending_bytes,
+            send_latency_sum=counters.send_latency_sum,
+            send_latency_max=counters.send_latency_max,
+            reconnects=counters.reconnects,
+        )
