@@ -117,17 +117,24 @@ def test_pulsar_describes_topics_and_names_what_needs_its_rest_api(
         assert result.code == 1 and "REST admin API" in result.err
 
 
-def test_admin_usage_errors_exit_2(kafka_broker: KafkaBroker) -> None:
-    url = kafka_broker.service_url
-    results = run_all(
+def test_admin_errors_name_the_problem(kafka_broker: KafkaBroker) -> None:
+    url, nobody = kafka_broker.service_url, "kafka://127.0.0.1:1"
+    usage = run_all(
         [
             ("topics",),
             ("topics", "create", url),
             ("groups", "reset", url, "g", "--topic", "t"),
             ("groups", "reset", url, "g", "--topic", "t", "--to", "yesterday"),
             ("topics", "create", url, "t", "--partitions", "0"),
+            ("groups", "offsets", "nowhere://x", "g"),
+            ("topics", "list", nobody, "--timeout", "1"),
+            ("groups", "describe", nobody, "g", "--timeout", "1"),
         ]
     )
-    assert [r.code for r in results] == [2] * len(results)
-    assert "--to 'yesterday' is none of" in results[3].err
-    assert "expected an integer > 0, got '0'" in results[4].err
+    assert [r.code for r in usage] == [2, 2, 2, 2, 2, 1, 1, 1]
+    assert "--to 'yesterday' is none of" in usage[3].err
+    assert "expected an integer > 0, got '0'" in usage[4].err
+    assert "no protocol adapter for scheme 'nowhere'" in usage[5].err
+    for result in usage[6:]:
+        assert "msgclient: error:" in result.err and "127.0.0.1:1" in result.err
+        assert "Traceback" not in result.err

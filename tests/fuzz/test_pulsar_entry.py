@@ -17,7 +17,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from msgclient.contract import OpSend
-from msgclient.core.send.routing import pulsar_key
 from msgclient.errors import MalformedFrameError, ProtocolError
 from msgclient.message import Message, OutgoingMessage
 from msgclient.options import CompressionType
@@ -229,8 +228,9 @@ def check(message: Message, sent: Sent, index: int, size: int, partition: int) -
         message_id = message.message_id()
         assert isinstance(message_id, PulsarMessageId) and message_id.batch_size == size
     assert message.topic_name() == TOPIC
-    # Bytes keys travel as base64 (Java's keyBytes); the key read back is that text.
-    assert message.partition_key() == (None if sent.key is None else pulsar_key(sent.key))
+    # Bytes keys travel as base64, flagged (Java's keyBytes), and are read back as bytes.
+    expected = sent.key.encode() if isinstance(sent.key, str) else sent.key
+    assert message.key_bytes() == expected
     assert message.ordering_key() == sent.ordering_key
     assert message.properties() == dict(sent.properties or {})
     assert message.event_timestamp() == (sent.event_timestamp or 0)
