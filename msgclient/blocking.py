@@ -98,6 +98,14 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def stop(self) -> None:
+        # The default executor's threads (host name lookups) would outlive the client.
+        shutdown = self.loop.shutdown_default_executor()
+        try:
+            asyncio.run_coroutine_threadsafe(shutdown, self.loop).result(timeout=10)
+        except RuntimeError:  # the loop is closed already
+            shutdown.close()
+        except concurrent.futures.TimeoutError:
+            pass  # a lookup hung in the resolver: its thread is a daemon, the loop stops
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
