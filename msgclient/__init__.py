@@ -58,7 +58,7 @@ from msgclient.errors import (
     TruncatedFrameError,
     UnknownProtocolError,
 )
-from msgclient.message import Message, MessageId
+from msgclient.message import Message, MessageId, TopicMessageId
 from msgclient.message_batch import MessageBatch
 from msgclient.options import (
     BatchingType,
@@ -160,6 +160,7 @@ __all__ = [
     "TooManyRequestsError",
     "TopicAlreadyExistsError",
     "TopicLookupError",
+    "TopicMessageId",
     "TopicNotFoundError",
     "Transaction",
     "TransactionAbortableError",

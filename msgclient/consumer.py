@@ -12,9 +12,10 @@ from msgclient.core.receive.receive_queue import ReceiveQueue
 from msgclient.errors import (
     AlreadyClosedError,
     InvalidConfigurationError,
+    NotSupportedError,
     ReceiveTimeoutError,
 )
-from msgclient.message import Message, MessageId
+from msgclient.message import Message, MessageId, TopicMessageId
 from msgclient.message_batch import MessageBatch, MessageBlock, message_ids, topic_name
 from msgclient.options import ConsumerOptions, ConsumerType, SubscriptionMode
 from msgclient.stats import ConsumerStats
@@ -389,14 +390,28 @@ class Consumer(AsyncClosing):
             return owner, message.message_id()
         if not isinstance(message, MessageId):
             raise TypeError(f"expected a Message or a MessageId, not {type(message).__name__}")
+        topic = message.owner_topic()
+        if isinstance(message, TopicMessageId):
+            message = message.message_id
+        partition = getattr(message, "partition", -1)
+        if topic is not None:
+            matches = [
+                p
+                for p in self._partitions
+                if p.topic == topic or (p.destination == topic and p.partition_index == partition)
+            ]
+            if not matches:
+                raise InvalidConfigurationError(
+                    f"{topic!r} is not a topic of this consumer ({', '.join(self.topics)})"
+                )
+            return matches[0], message
         if len(self._partitions) == 1:
             return self._partitions[0], message
-        partition = getattr(message, "partition", -1)
         matches = [p for p in self._partitions if p.partition_index == partition]
         if len(matches) != 1:
-            raise InvalidConfigurationError(
-                "on a multi-topic consumer, acknowledge the Message itself: "
-                "a message id does not name its topic"
+            raise NotSupportedError(
+                "a consumer of several topics cannot tell the topic of a plain message id: "
+                "acknowledge the Message itself, or a TopicMessageId(topic, message_id)"
             )
         return matches[0], message
 

@@ -41,10 +41,44 @@ class MessageId(ABC):
     def __hash__(self) -> int:
         return hash(self._sort_key())
 
+    def owner_topic(self) -> str | None:
+        """The topic this id names, if it names one (a ``TopicMessageId``, Kafka's ids)."""
+        return None
+
     def ack_unit(self) -> MessageId | None:
         """The id of the unit this message came in, if an ack of that id acknowledges this
         message with the rest of it (a Pulsar batch: its entry); None if none does."""
         return None
+
+
+class TopicMessageId(MessageId):
+    """A message id and the topic it belongs to (the Java client's TopicMessageId): what a
+    consumer of several topics acknowledges by id, since a plain id does not name its
+    topic. ``topic`` is the name ``Message.topic_name()`` gives (a partition's own name),
+    or the subscribed topic when ``message_id`` names its partition."""
+
+    __slots__ = ("message_id", "topic")
+
+    def __init__(self, topic: str, message_id: MessageId) -> None:
+        self.topic = topic
+        self.message_id: MessageId = (
+            message_id.message_id if isinstance(message_id, TopicMessageId) else message_id
+        )
+
+    def serialize(self) -> bytes:
+        return self.message_id.serialize()
+
+    def owner_topic(self) -> str:
+        return self.topic
+
+    def _sort_key(self) -> tuple[int, ...]:
+        return self.message_id._sort_key()
+
+    def ack_unit(self) -> MessageId | None:
+        return self.message_id.ack_unit()
+
+    def __repr__(self) -> str:
+        return f"TopicMessageId({self.topic!r}, {self.message_id!r})"
 
 
 class OutgoingMessage:

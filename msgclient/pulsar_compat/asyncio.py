@@ -19,6 +19,7 @@ from msgclient import producer as core_producer
 from msgclient import reader as core_reader
 from msgclient.pulsar_compat import client as blocking_compat
 from msgclient.pulsar_compat.arguments import check_type
+from msgclient.pulsar_compat.consumer import core_target
 from msgclient.pulsar_compat.enums import (
     BatchingType,
     CompressionType,
@@ -150,15 +151,15 @@ class Consumer:
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         with _translated:
-            await self._consumer.acknowledge(_core(message))
+            await self._consumer.acknowledge(core_target(message))
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         with _translated:
-            await self._consumer.acknowledge_cumulative(_core(message))
+            await self._consumer.acknowledge_cumulative(core_target(message))
 
     async def negative_acknowledge(self, message: Message | MessageId) -> None:
         with _translated:
-            self._consumer.negative_acknowledge(_core(message))
+            self._consumer.negative_acknowledge(core_target(message))
 
     async def unsubscribe(self) -> None:
         with _translated:
@@ -327,9 +328,3 @@ def _client_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     if authentication is not None:
         options["authentication"] = authentication.auth
     return options
-
-
-def _core(message: Message | MessageId) -> Any:
-    if isinstance(message, Message):
-        return message.msgclient_message
-    return message.msgclient_id

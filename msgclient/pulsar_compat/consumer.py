@@ -12,6 +12,7 @@ from msgclient.pulsar_compat.exceptions import (
 )
 from msgclient.pulsar_compat.message import Message, PayloadSchema
 from msgclient.pulsar_compat.message_id import MessageId, seek_position
+from protocols.pulsarwire.topic import normalize_topic
 
 
 class Consumer:
@@ -50,7 +51,7 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         with pulsar_errors():
-            self._consumer.acknowledge(_core(message))
+            self._consumer.acknowledge(core_target(message))
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge everything up to ``message``; not on Shared and KeyShared."""
@@ -59,12 +60,12 @@ class Consumer:
                 f"acknowledge_cumulative is not allowed on a {self._type.name} subscription"
             )
         with pulsar_errors():
-            self._consumer.acknowledge_cumulative(_core(message))
+            self._consumer.acknowledge_cumulative(core_target(message))
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have the message redelivered after ``negative_ack_redelivery_delay_ms``."""
         with pulsar_errors():
-            self._consumer.negative_acknowledge(_core(message))
+            self._consumer.negative_acknowledge(core_target(message))
 
     def pause_message_listener(self) -> None:
         self._consumer.pause_message_listener()
@@ -100,9 +101,14 @@ class Consumer:
             self._consumer.close()
 
 
-def _core(message: Message | MessageId) -> core.Message | core.MessageId:
+def core_target(message: Message | MessageId) -> core.Message | core.MessageId:
+    """What msgclient's consumer acknowledges for the official message or id."""
     if isinstance(message, Message):
         return message.msgclient_message
     if isinstance(message, MessageId):
-        return message.msgclient_id
+        if message.topic is None:
+            return message.msgclient_id
+        # The topic deserialize(..., topic=...) or the message gave: what a consumer of
+        # several topics needs to route the acknowledgment, short names included.
+        return core.TopicMessageId(normalize_topic(message.topic), message.msgclient_id)
     raise TypeError(f"expected a Message or a MessageId, not {type(message).__name__}")

@@ -36,6 +36,9 @@ class KafkaMessageId(MessageId):
             made.append(message_id)
         return made
 
+    def owner_topic(self) -> str:
+        return self.topic
+
     def _sort_key(self) -> tuple[int, ...]:
         return (self.partition, self.offset)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from tests.compat.conftest import RECEIVE_MS
 
 
@@ -64,3 +66,34 @@ def test_readers(pulsar_module: ModuleType, client: Any, topic: str) -> None:
 
 def test_topic_partitions(client: Any, topic: str) -> None:
     assert client.get_topic_partitions(topic) == [f"persistent://public/default/{topic}"]
+
+
+def test_ids_acknowledged_on_a_consumer_of_several_topics(
+    pulsar_module: ModuleType, client: Any, topic: str
+) -> None:
+    """A multi-topic consumer acknowledges a received message's id, and an id deserialized
+    with its topic; a plain id (as ``send`` returns it) names no topic and is refused."""
+    pulsar = pulsar_module
+    first, second = f"{topic}-a", f"{topic}-b"
+    consumer = client.subscribe([first, second], "sub")
+    producers = [client.create_producer(t) for t in (first, second)]
+    sent = producers[0].send(b"a-0")
+    producers[1].send(b"b-0")
+    received = {}
+    for _ in range(2):
+        message = consumer.receive(RECEIVE_MS)
+        received[message.topic_name()] = message
+    with pytest.raises(pulsar.OperationNotSupported):
+        consumer.acknowledge(sent)
+    by_topic = sorted(received)
+    consumer.acknowledge(received[by_topic[0]].message_id())
+    serialized = received[by_topic[1]].message_id().serialize()
+    consumer.acknowledge_cumulative(pulsar.MessageId.deserialize(serialized, topic=by_topic[1]))
+    consumer.close()
+
+    consumer = client.subscribe([first, second], "sub")
+    producers[0].send(b"a-1")
+    assert consumer.receive(RECEIVE_MS).data() == b"a-1"  # nothing acknowledged came back
+    consumer.close()
+    for producer in producers:
+        producer.close()

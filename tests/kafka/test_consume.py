@@ -356,6 +356,34 @@ async def test_cumulative_ack_commits_up_to_the_message(
         assert (await within(again.receive(timeout_millis=10_000))).data() == b"5"
 
 
+async def test_a_consumer_of_two_topics_acknowledges_by_message_id(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    """Kafka's ids name their topic, so a consumer of several topics (whose partition
+    numbers repeat) routes an ack by id alone; a TopicMessageId does the same."""
+    first, second = f"{topic}-a", f"{topic}-b"
+    for name in (first, second):
+        await create_topic(kafka_broker.bootstrap_servers, name, 2)
+        await produce(
+            kafka_broker.bootstrap_servers,
+            name,
+            [{"value": b"%d" % i, "partition": 0} for i in range(3)],
+        )
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await client.subscribe([first, second], "g-" + topic, **GROUP)
+        received = await within(receive_n(consumer, 6))
+        last = {m.topic_name(): m for m in received}  # partition 0 of each, in order
+        await consumer.acknowledge_cumulative(last[f"{first}-0"].message_id())
+        plain = last[f"{second}-0"].message_id()
+        await consumer.acknowledge_cumulative(msgclient.TopicMessageId(second, plain))
+        await consumer.close()
+        offsets = await client.admin().list_consumer_group_offsets("g-" + topic)
+    assert {(tp.topic, tp.partition): o for tp, o in offsets.items() if o >= 0} == {
+        (first, 0): 3,
+        (second, 0): 3,
+    }
+
+
 async def test_the_rebalance_listener_hears_assignments_and_revocations(
     kafka_broker: KafkaBroker, topic: str
 ) -> None:
