@@ -49,9 +49,24 @@ def _frozen_properties(value: Mapping[str, str] | None) -> Mapping[str, str]:
 @attrs.frozen
 class SchemaInfo:
     """A schema as the broker sees it: ``definition`` is the type's schema text, as bytes
-    (an Avro record schema in JSON for JSON and AVRO, empty for STRING and BYTES)."""
+    (an Avro record schema in JSON for JSON and AVRO, empty for STRING and BYTES).
+
+    ``SchemaInfo(type, name, definition, properties)``; read back as the official client's
+    methods (``schema_type()``, ``name()``, ``schema()``) or as fields (``type``,
+    ``schema_name``, ``definition``, ``properties``)."""
 
     type: SchemaType = attrs.field(converter=SchemaType)
-    name: str = ""
+    # The field has another name than the official ``name()`` method it is read by.
+    schema_name: str = attrs.field(default="", alias="name")
     definition: bytes = b""
     properties: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_properties)
+
+    def schema_type(self) -> SchemaType:
+        return self.type
+
+    def name(self) -> str:
+        return self.schema_name
+
+    def schema(self) -> str:
+        """The definition as text, as the official ``SchemaInfo.schema()`` gives it."""
+        return self.definition.decode()

@@ -12,7 +12,7 @@ def schema_command(info: SchemaInfo | None) -> pb.Schema | None:
     if info is None or info.type is SchemaType.NONE:
         return None
     schema = pb.Schema(
-        name=info.name,
+        name=info.schema_name,
         schema_data=info.definition,
         type=pb.Schema.Type.ValueType(info.type.value),  # SchemaType has the same numbers
     )

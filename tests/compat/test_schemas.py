@@ -140,3 +140,18 @@ def test_schema_version_is_the_version_bytes_as_str() -> None:
     assert schema_version(b"\x00" * 7 + b"\x05") == "\x00" * 7 + "\x05"
     no_utf8 = b"\x00" * 7 + b"\x80"
     assert schema_version(no_utf8).encode("utf-8", "surrogateescape") == no_utf8
+
+
+@pytest.mark.parametrize("module", [pulsar, pulsar_compat], ids=["official", "compat"])
+def test_schema_info_is_read_by_the_official_methods(module: ModuleType) -> None:
+    """``schema_info()`` answers ``schema_type()``, ``name()`` and ``schema()`` (the
+    definition as text) alike on both modules."""
+    user = user_record(module.schema)
+    schemas = [module.schema.StringSchema(), module.schema.JsonSchema(user)]
+    infos = [schema.schema_info() for schema in schemas]
+    assert [(i.schema_type().name, i.name()) for i in infos] == [
+        ("STRING", "STRING"),
+        ("JSON", "JSON"),
+    ]
+    assert infos[0].schema() == "null"
+    assert json.loads(infos[1].schema())["name"] == "User"
