@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import uuid
 from collections.abc import Callable
@@ -66,6 +67,8 @@ from msgclient.url import parse_service_url
 from msgclient.validators import build
 
 log = logging.getLogger(__name__)
+# How long a ServiceInfoProvider's thread waits for its update to be applied on the loop.
+_UPDATE_WAIT_S = 5.0
 
 
 class Client(AsyncClosing):
@@ -204,13 +207,33 @@ class Client(AsyncClosing):
         self._retry_now.fire()  # what waits out a backoff against the old cluster: now
 
     def _on_service_info_update(self, service: ServiceInfo) -> None:
-        """A ServiceInfoProvider's update, from any thread: the switch runs on the loop."""
+        """A ServiceInfoProvider's update, from any thread. The switch runs on the loop;
+        from another thread this returns once it has (``service_info`` shows it, as the
+        official client's callback), or after ``_UPDATE_WAIT_S`` if the loop is busy."""
         if not isinstance(service, ServiceInfo):
             raise InvalidConfigurationError(
                 f"service info update {service!r} is invalid: expected a ServiceInfo"
             )
-        if not self._closed:
-            self._loop.call_soon_threadsafe(self._apply_update, service)
+        if self._closed:
+            return
+        if _running_loop() is self._loop:
+            self._apply_update(service)
+            return
+        applied: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def apply() -> None:
+            try:
+                self._apply_update(service)
+            finally:
+                applied.set_result(None)
+
+        self._loop.call_soon_threadsafe(apply)
+        try:
+            applied.result(_UPDATE_WAIT_S)
+        except concurrent.futures.TimeoutError:
+            log.warning(
+                "the switch to %s is still queued on the client's loop", service.service_url
+            )
 
     def _apply_update(self, service: ServiceInfo) -> None:
         if self._closed:
@@ -598,6 +621,13 @@ class Client(AsyncClosing):
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()
         self._telemetry.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _service_options(service: ServiceInfo) -> dict[str, Any]:
