@@ -206,6 +206,9 @@ class ClientOptions:
     authentication: Authentication | None = attrs.field(
         default=None, validator=optional_authentication
     )
+    # The broker listener to be pointed at (advertisedListeners): each LOOKUP names it, and
+    # the broker answers that listener's URL. None: the broker's default listener.
+    listener_name: str | None = attrs.field(default=None, validator=optional_str)
     # -- Kafka only (the Pulsar adapter ignores these) --
     client_id: str = attrs.field(default="msgclient", validator=non_empty_str)
     metadata_max_age_ms: int = attrs.field(default=300_000, validator=int_at_least(1))

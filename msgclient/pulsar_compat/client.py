@@ -127,11 +127,6 @@ class Client:
                 f"service_url {service_url!r}: pulsar_compat speaks the Pulsar binary "
                 "protocol (pulsar:// or pulsar+ssl://); HTTP lookup URLs are not offered"
             )
-        if listener_name is not None:
-            raise OperationNotSupported(
-                "listener_name (advertised listeners) is not offered: lookups use the "
-                "broker's default listener"
-            )
         if tls_private_key_file_path is not None or tls_certificate_file_path is not None:
             raise OperationNotSupported(
                 "tls_certificate_file_path / tls_private_key_file_path are not offered: pass "
@@ -148,6 +143,7 @@ class Client:
                 tls_allow_insecure_connection=tls_allow_insecure_connection,
                 tls_validate_hostname=tls_validate_hostname,
                 authentication=None if authentication is None else authentication.auth,
+                listener_name=listener_name,
             )
 
     def get_service_info(self) -> ServiceInfo:

@@ -90,6 +90,11 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
                 "option authentication is for Pulsar; Kafka authenticates with SASL "
                 "(sasl_mechanism, sasl_username, sasl_password) or TLS"
             )
+        if options.listener_name is not None:
+            raise InvalidConfigurationError(
+                "option listener_name is for Pulsar's advertised listeners; Kafka's "
+                "bootstrap servers answer each client with the listener it connected to"
+            )
         if options.sasl_mechanism is not None:  # bad names and credentials fail here
             assert options.sasl_username is not None and options.sasl_password is not None
             make_mechanism(options.sasl_mechanism, options.sasl_username, options.sasl_password)

@@ -52,7 +52,11 @@ class PulsarBackend(ProtocolBackend[None]):
             self._connect, options.connections_per_broker
         )
         self.lookup = PulsarLookupService(
-            self.pool, self._addresses(url), self._use_tls, options.max_lookup_redirects
+            self.pool,
+            self._addresses(url),
+            self._use_tls,
+            options.max_lookup_redirects,
+            options.listener_name,
         )
         # Ids only need to be unique per connection, but some brokers (pulsar-lite) key
         # consumers by id per subscription: clients that all start at 0 would collide on a

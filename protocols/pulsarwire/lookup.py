@@ -55,12 +55,14 @@ class PulsarLookupService(LookupService):
         service_addresses: list[str],
         use_tls: bool,
         max_redirects: int,
+        listener_name: str | None = None,
     ) -> None:
         super().__init__()
         self._pool = pool
         self._service_addresses = itertools.cycle(service_addresses)
         self._use_tls = use_tls
         self._max_redirects = max_redirects
+        self._listener_name = listener_name
 
     def switch_service(self, service_addresses: list[str], use_tls: bool) -> None:
         """Look up on another cluster from now on (cluster failover)."""
@@ -95,7 +97,10 @@ class PulsarLookupService(LookupService):
             command = pb.BaseCommand(
                 type=pb.BaseCommand.LOOKUP,
                 lookupTopic=pb.CommandLookupTopic(
-                    topic=topic, request_id=request_id, authoritative=authoritative
+                    topic=topic,
+                    request_id=request_id,
+                    authoritative=authoritative,
+                    advertised_listener_name=self._listener_name,
                 ),
             )
             answer = cast(

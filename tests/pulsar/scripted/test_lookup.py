@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from msgclient import TopicLookupError, TopicNotFoundError
+import msgclient
+from msgclient import InvalidConfigurationError, TopicLookupError, TopicNotFoundError, pulsar_compat
 from tests.pulsar.scripted.conftest import MakeClient, MakeServer
 from tests.pulsar.scripted.server import (
     WAIT,
@@ -166,3 +168,56 @@ async def test_partitioned_topic_gets_a_producer_per_partition(
     topics = sorted(r.command.producer.topic for r in server.commands(Type.PRODUCER))
     assert topics == [f"{TOPIC}-partition-{i}" for i in range(3)]
     assert sorted(r.command.lookupTopic.topic for r in server.commands(Type.LOOKUP)) == topics
+
+
+def _answer_only_the_listener(name: str, server: ScriptedPulsarServer) -> Any:
+    """A LOOKUP handler that answers ``server``'s URL for the listener ``name`` only."""
+
+    def answer(conn: ServerConnection, cmd: pb.BaseCommand) -> None:
+        lookup = cmd.lookupTopic
+        if lookup.advertised_listener_name == name:
+            conn.send(lookup_connect(lookup.request_id, server.url))
+        else:
+            conn.send(lookup_failed(lookup.request_id, pb.ServiceNotReady, "no such listener"))
+
+    return answer
+
+
+async def test_listener_name_goes_in_every_lookup(
+    make_server: MakeServer, make_client: MakeClient
+) -> None:
+    """``listener_name`` asks for a broker's advertised listener of that name: the broker
+    answers that listener's URL (here another server, and only for that name)."""
+    service = await make_server(name="service")
+    internal = await make_server(name="internal")
+    service.handlers[Type.LOOKUP] = _answer_only_the_listener("internal", internal)
+    client = make_client(service.url, listener_name="internal")
+    async with asyncio.timeout(WAIT):
+        producer = await client.create_producer(TOPIC, batching_enabled=False)
+        await producer.send(b"hello")
+    (lookup,) = service.commands(Type.LOOKUP)
+    assert lookup.command.lookupTopic.advertised_listener_name == "internal"
+    assert [r.command.producer.topic for r in internal.commands(Type.PRODUCER)] == [TOPIC]
+
+
+async def test_pulsar_compat_passes_listener_name_on(make_server: MakeServer) -> None:
+    service = await make_server(name="service")
+    internal = await make_server(name="internal")
+    service.handlers[Type.LOOKUP] = _answer_only_the_listener("internal", internal)
+
+    def official_program() -> None:  # blocking calls: on a thread, the server on this loop
+        client = pulsar_compat.Client(
+            service.url, listener_name="internal", operation_timeout_seconds=2
+        )
+        try:
+            client.create_producer(TOPIC).send(b"hello")
+        finally:
+            client.close()
+
+    await asyncio.wait_for(asyncio.to_thread(official_program), WAIT)
+    assert [r.command.producer.topic for r in internal.commands(Type.PRODUCER)] == [TOPIC]
+
+
+def test_listener_name_is_refused_on_kafka() -> None:
+    with pytest.raises(InvalidConfigurationError, match="listener_name"):
+        msgclient.Client("kafka://127.0.0.1:9", listener_name="internal")
