@@ -8,7 +8,7 @@ from msgclient import message as core
 from msgclient.pulsar_compat.encryption import EncryptionContext
 from msgclient.pulsar_compat.message_id import MessageId
 from msgclient.schema import Schema
-from protocols.pulsarwire.encryption import UndecryptedMessage
+from protocols.pulsarwire.encryption import EncryptedMessage
 
 # A schema of any value type, as the official API takes them (``schema=JsonSchema(User)``).
 PayloadSchema = Schema[Any]
@@ -79,10 +79,9 @@ class Message:
         return "" if version is None else version.decode("utf-8", "surrogateescape")
 
     def encryption_context(self) -> EncryptionContext | None:
-        """How the message is encrypted, for a message delivered undecrypted
-        (crypto_failure_action CONSUME); None otherwise. (The official client gives one for
-        a message it decrypted too: msgclient keeps no context for those.)"""
-        if isinstance(self._message, UndecryptedMessage):
+        """How the message was encrypted (``is_decryption_failed()`` says whether it was
+        delivered undecrypted, crypto_failure_action CONSUME); None if it was not."""
+        if isinstance(self._message, EncryptedMessage):
             return EncryptionContext(self._message.encryption_context())
         return None
 

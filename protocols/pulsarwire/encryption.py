@@ -90,8 +90,8 @@ def decrypt_entry(
 
 @attrs.frozen
 class EncryptionContext:
-    """How an undecrypted message was encrypted, for an application that decrypts it
-    itself (the official client's EncryptionContext, with attributes for its methods).
+    """How a message was encrypted (the official client's EncryptionContext, with
+    attributes for its methods); an application decrypts an undecrypted one itself.
     ``batch_size`` is -1 for a message that is not a batch; a batch is delivered as one
     message whose data is the whole encrypted entry."""
 
@@ -104,11 +104,22 @@ class EncryptionContext:
     is_decryption_failed: bool
 
 
-class UndecryptedMessage(Message):
+class EncryptedMessage(Message):
+    """A message that came end-to-end encrypted, with how it was encrypted."""
+
+    __slots__ = ("_encryption_context",)
+
+    _encryption_context: EncryptionContext
+
+    def encryption_context(self) -> EncryptionContext:
+        return self._encryption_context
+
+
+class UndecryptedMessage(EncryptedMessage):
     """A message delivered still encrypted (crypto_failure_action CONSUME): ``data()`` is
     the encrypted (and still compressed) entry payload."""
 
-    __slots__ = ("_encryption_context",)
+    __slots__ = ()
 
     def __init__(
         self,
@@ -140,8 +151,44 @@ class UndecryptedMessage(Message):
         )
         self._encryption_context = encryption_context
 
-    def encryption_context(self) -> EncryptionContext:
-        return self._encryption_context
+
+class DecryptedMessage(EncryptedMessage):
+    """A message of an entry the consumer decrypted; its context says how it had been
+    encrypted (``is_decryption_failed`` False), as the official client gives it."""
+
+    __slots__ = ()
+
+
+def decrypted_messages(
+    messages: Sequence[Message], metadata: pb.MessageMetadata
+) -> list[DecryptedMessage]:
+    """``messages`` (those of one decrypted entry) with the entry's encryption context:
+    copied field by field, on the path of encrypted entries only."""
+    context = encryption_context(metadata, failed=False)
+    made = []
+    for message in messages:
+        decrypted = DecryptedMessage.__new__(DecryptedMessage)
+        for field in _MESSAGE_FIELDS:
+            setattr(decrypted, field, getattr(message, field))
+        decrypted._encryption_context = context
+        made.append(decrypted)
+    return made
+
+
+_MESSAGE_FIELDS = Message.__slots__
+
+
+def encryption_context(metadata: pb.MessageMetadata, *, failed: bool) -> EncryptionContext:
+    batched = metadata.HasField("num_messages_in_batch")
+    return EncryptionContext(
+        keys=encryption_keys(metadata),
+        param=metadata.encryption_param,
+        algorithm=metadata.encryption_algo,
+        compression_type=CompressionType(metadata.compression),
+        uncompressed_message_size=metadata.uncompressed_size,
+        batch_size=metadata.num_messages_in_batch if batched else -1,
+        is_decryption_failed=failed,
+    )
 
 
 def undecrypted_message(frame: Frame, topic: str, partition: int) -> UndecryptedMessage:
@@ -150,16 +197,7 @@ def undecrypted_message(frame: Frame, topic: str, partition: int) -> Undecrypted
     metadata, payload = frame.metadata, frame.payload
     assert metadata is not None and payload is not None  # decode_entry checked them
     message_id = frame.command.message.message_id
-    batched = metadata.HasField("num_messages_in_batch")
-    context = EncryptionContext(
-        keys=encryption_keys(metadata),
-        param=metadata.encryption_param,
-        algorithm=metadata.encryption_algo,
-        compression_type=CompressionType(metadata.compression),
-        uncompressed_message_size=metadata.uncompressed_size,
-        batch_size=metadata.num_messages_in_batch if batched else -1,
-        is_decryption_failed=True,
-    )
+    context = encryption_context(metadata, failed=True)
     return UndecryptedMessage(
         payload,
         PulsarMessageId(message_id.ledgerId, message_id.entryId, partition),

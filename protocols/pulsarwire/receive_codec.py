@@ -26,7 +26,7 @@ from protocols.columns import (
 )
 from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
 from protocols.pulsarwire.compression import get_codec
-from protocols.pulsarwire.encryption import decrypt_entry
+from protocols.pulsarwire.encryption import decrypt_entry, decrypted_messages
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
@@ -53,16 +53,29 @@ def decode_entry(
     and the frame padding), whatever its metadata declares: a payload that claims to
     decompress to more, or a batch that claims more records than its bytes can hold, is
     refused before anything is allocated for it. An encrypted entry is decrypted first
-    (CryptoError when it cannot be)."""
+    (CryptoError when it cannot be), and its messages say how it was encrypted."""
     if frame.checksum_error is not None:
         raise frame.checksum_error
-    command = frame.command.message
     metadata = frame.metadata
     if metadata is None or frame.payload is None:
         raise MalformedFrameError("MESSAGE frame without metadata or payload")
-    payload = frame.payload
     if metadata.encryption_keys:  # end-to-end encrypted: decrypted before decompressing
-        payload = decrypt_entry(metadata, payload, decryptor)
+        payload = decrypt_entry(metadata, frame.payload, decryptor)
+        return decrypted_messages(
+            _entry_messages(frame, metadata, payload, topic, partition, max_size), metadata
+        )
+    return _entry_messages(frame, metadata, frame.payload, topic, partition, max_size)
+
+
+def _entry_messages(
+    frame: Frame,
+    metadata: pb.MessageMetadata,
+    payload: bytes,
+    topic: str,
+    partition: int,
+    max_size: int,
+) -> Sequence[Message]:
+    command = frame.command.message
     if metadata.compression != pb.NONE:
         if metadata.uncompressed_size > max_size:
             raise MalformedFrameError(

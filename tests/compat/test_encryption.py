@@ -158,14 +158,13 @@ def test_each_decrypts_the_others_messages(
     assert [(m.data(), m.partition_key(), m.properties()) for m in received] == SENT
     assert len(stored) == (1 if batching else len(SENT))
     assert not any(value in m.data() for value, _, _ in SENT for m in stored)
-    # A decrypted message: the official client gives its context, pulsar_compat None
-    # (msgclient keeps no context for a message it decrypted; docs/pulsar_compat.md).
-    if consumer_module is pulsar:
-        assert all(not c.is_decryption_failed() for c in contexts)
-        key_lists = [c.keys() for c in contexts]  # a method of the official EncryptionContext
-        assert [[k.key for k in names] for names in key_lists] == [[KEY_NAME]] * len(SENT)
-    else:
-        assert contexts == [None] * len(SENT)
+    # A decrypted message has its context too, as the official client gives it.
+    described = [Context.of(consumer_module, c) for c in contexts]
+    assert all(not c.is_decryption_failed for c in described)
+    assert [[name for name, _, _ in c.keys] for c in described] == [[KEY_NAME]] * len(SENT)
+    assert {(c.compression_type, c.batch_size) for c in described} == {
+        ("LZ4", len(SENT) if batching else -1)
+    }
 
 
 @attrs.frozen
