@@ -74,9 +74,10 @@ class AuthenticationToken(Authentication):
             if inspect.isawaitable(token):
                 token = await token
         except Exception as error:
-            # The exception is chained for debugging; its text stays out of the message.
+            # Its text is the application's own words (the token is never in them): kept,
+            # as the official client keeps it.
             raise AuthenticationError(
-                f"the token supplier raised {type(error).__name__}"
+                f"the token supplier raised {type(error).__name__}: {error}"
             ) from error
         if not isinstance(token, str):
             raise AuthenticationError(

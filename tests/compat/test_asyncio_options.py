@@ -109,3 +109,28 @@ async def test_set_future_completes_a_pending_future_only(module_name: str) -> N
     assert pending.result() == "value"
     assert isinstance(failed.exception(), aio.PulsarException)
     assert failed.exception().error().name == "Timeout"
+
+
+@pytest.mark.parametrize("module_name", ["pulsar.asyncio", "msgclient.pulsar_compat.asyncio"])
+async def test_a_token_supplier_error_keeps_its_message(
+    module_name: str, pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    aio = importlib.import_module(module_name)
+    pulsar = importlib.import_module(module_name.rsplit(".", 1)[0])
+
+    def failing_supplier() -> str:
+        raise RuntimeError("token supplier failed")
+
+    client = aio.Client(
+        pulsar_broker.service_url,
+        authentication=pulsar.AuthenticationToken(failing_supplier),
+        operation_timeout_seconds=5,
+        logger=QUIET,
+    )
+    try:
+        with pytest.raises(aio.PulsarException) as raised:
+            await asyncio.wait_for(client.create_producer(topic), 10)
+        assert raised.value.error() == pulsar.Result.AuthenticationError
+        assert "token supplier failed" in str(raised.value)
+    finally:
+        await client.close()

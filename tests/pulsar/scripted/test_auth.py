@@ -135,13 +135,12 @@ async def test_failing_token_supplier_is_an_authentication_error(
     server: ScriptedPulsarServer, make_client: MakeClient
 ) -> None:
     def broken() -> str:
-        raise RuntimeError("vault says: secret-in-the-message")
+        raise RuntimeError("vault unreachable")
 
     client = make_client(server.url, authentication=AuthenticationToken(broken))
-    with pytest.raises(AuthenticationError, match="RuntimeError") as caught:
+    with pytest.raises(AuthenticationError, match="RuntimeError: vault unreachable") as caught:
         async with asyncio.timeout(FAST):
             await client.create_producer(TOPIC)
-    assert "secret-in-the-message" not in str(caught.value)
     assert isinstance(caught.value.__cause__, RuntimeError)  # chained, for debugging
 
 
@@ -197,7 +196,7 @@ async def test_challenge_whose_answer_fails_is_logged_without_the_secret(
         if calls == 1:
             return "tok-1"
         failed.set()
-        raise LookupError("secret-in-the-message")
+        raise LookupError("vault unreachable")
 
     client = make_client(server.url, authentication=AuthenticationToken(first_only))
     await produce(client)
@@ -207,8 +206,9 @@ async def test_challenge_whose_answer_fails_is_logged_without_the_secret(
         await failed.wait()  # the warning is logged in the same loop step as the failure
     (record,) = caplog.records
     assert "cannot answer the authentication challenge" in record.getMessage()
-    assert "the token supplier raised LookupError" in record.getMessage()
-    assert "secret-in-the-message" not in record.getMessage()
+    # The supplier's own words are kept (the official client keeps them too); no token.
+    assert "the token supplier raised LookupError: vault unreachable" in record.getMessage()
+    assert "tok-1" not in record.getMessage()
     assert server.commands(Type.AUTH_RESPONSE) == []
 
 
