@@ -7,24 +7,60 @@ import json
 from collections.abc import Callable
 
 from msgclient import auth as core
+from msgclient import errors
 from msgclient.pulsar_compat.arguments import check_type
-from msgclient.pulsar_compat.exceptions import OperationNotSupported, pulsar_errors
+from msgclient.pulsar_compat.exceptions import pulsar_errors
 
 
 class Authentication:
-    """Base class of the providers. Constructing it directly loads a C++ plugin library
-    in the official client; that is not offered here (there is no C++ underneath)."""
+    """Base class of the providers. ``Authentication(plugin, params)`` names a provider as
+    the official client does: the built-in plugin names (``token``, ``tls``, ``basic``,
+    ``oauth2`` or their Java class names) with their parameter strings. Any other name is
+    a C++ plugin library to load, which msgclient cannot do: connecting then fails with
+    ``AuthenticationError`` saying so (the official client fails there when the library
+    does not load)."""
 
     auth: core.Authentication
 
     def __init__(self, dynamicLibPath: str, authParamsString: str) -> None:
         check_type(str, dynamicLibPath, "dynamicLibPath")
         check_type(str, authParamsString, "authParamsString")
-        raise OperationNotSupported(
-            f"Authentication({dynamicLibPath!r}, ...) loads a C++ plugin library, which "
-            "msgclient cannot do: use AuthenticationToken, AuthenticationTLS, "
-            "AuthenticationOauth2 or AuthenticationBasic"
+        plugin = _PLUGINS.get(dynamicLibPath.lower())
+        if plugin is None:
+            self.auth = _Unloadable(dynamicLibPath)
+            return
+        with pulsar_errors():
+            self.auth = plugin(authParamsString)
+
+
+class _Unloadable(core.Authentication):
+    """A plugin library that cannot be loaded: every connection's CONNECT fails."""
+
+    method_name = "none"
+
+    def __init__(self, library: str) -> None:
+        self._library = library
+
+    async def auth_data(self) -> bytes:
+        raise errors.AuthenticationError(
+            f"authentication plugin {self._library!r} is a C++ library, which msgclient "
+            "cannot load: use AuthenticationToken, AuthenticationTLS, AuthenticationOauth2 "
+            "or AuthenticationBasic"
         )
+
+
+def _tls(params: str) -> core.Authentication:
+    """``tlsCertFile:PATH,tlsKeyFile:PATH``, the official TLS plugin's parameters."""
+    fields = dict(part.split(":", 1) for part in params.split(",") if ":" in part)
+    if "tlsCertFile" not in fields or "tlsKeyFile" not in fields:
+        raise errors.InvalidConfigurationError(
+            "the tls authentication plugin needs tlsCertFile:PATH,tlsKeyFile:PATH"
+        )
+    return core.AuthenticationTLS(fields["tlsCertFile"], fields["tlsKeyFile"])
+
+
+def _basic(params: str) -> core.Authentication:
+    return AuthenticationBasic(auth_params_string=params).auth
 
 
 class AuthenticationToken(Authentication):
@@ -92,3 +128,15 @@ class AuthenticationBasic(Authentication):
         check_type(str, method, "method")
         assert username is not None and password is not None  # checked above
         self.auth = _Basic(username, password, method)
+
+
+_JAVA_AUTH = "org.apache.pulsar.client.impl.auth."
+# The official client's built-in plugin names (C++ AuthFactory), lower-cased.
+_PLUGINS: dict[str, Callable[[str], core.Authentication]] = {
+    **dict.fromkeys(["token", f"{_JAVA_AUTH}authenticationtoken"], core.AuthenticationToken),
+    **dict.fromkeys(["tls", f"{_JAVA_AUTH}authenticationtls"], _tls),
+    **dict.fromkeys(["basic", f"{_JAVA_AUTH}authenticationbasic"], _basic),
+    **dict.fromkeys(
+        ["oauth2", f"{_JAVA_AUTH}oauth2.authenticationoauth2"], core.AuthenticationOauth2
+    ),
+}
