@@ -16,7 +16,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import logging
 import threading
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack
@@ -42,6 +44,8 @@ from msgclient.sent_messages import SentMessages
 from msgclient.stats import ClientStats, ConsumerStats, ProducerStats
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 # A waiting caller wakes this often to let a signal handler (Ctrl-C) run even where a lock
 # wait cannot be interrupted; a result wakes it at once.
@@ -98,17 +102,51 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def stop(self) -> None:
-        # The default executor's threads (host name lookups) would outlive the client.
-        shutdown = self.loop.shutdown_default_executor()
-        try:
-            asyncio.run_coroutine_threadsafe(shutdown, self.loop).result(timeout=10)
-        except RuntimeError:  # the loop is closed already
-            shutdown.close()
-        except concurrent.futures.TimeoutError:
-            pass  # a lookup hung in the resolver: its thread is a daemon, the loop stops
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-        self.loop.close()
+        _stop_loop(self.loop, self._thread)
+
+    def close_when_dropped(
+        self, client: async_client.Client, listener_threads: _ListenerThreads
+    ) -> weakref.finalize[Any, _LoopThread]:
+        """Close ``client`` and stop the loop once nothing references this runner (the
+        blocking client, its producers, consumers and readers all dropped without
+        ``close()``): no thread outlives them, as the official client's. Call the result
+        to do it now, or ``detach()`` it once closed otherwise."""
+        finalizer = weakref.finalize(
+            self, _close_dropped, self.loop, self._thread, client, listener_threads
+        )
+        finalizer.atexit = False  # at exit the daemon thread just ends
+        return finalizer
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    # The default executor's threads (host name lookups) would outlive the client.
+    shutdown = loop.shutdown_default_executor()
+    try:
+        asyncio.run_coroutine_threadsafe(shutdown, loop).result(timeout=10)
+    except RuntimeError:  # the loop is closed already
+        shutdown.close()
+    except concurrent.futures.TimeoutError:
+        pass  # a lookup hung in the resolver: its thread is a daemon, the loop stops
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout=10)
+    loop.close()
+
+
+def _close_dropped(
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+    client: async_client.Client,
+    listener_threads: _ListenerThreads,
+) -> None:
+    listener_threads.shutdown()
+    if threading.current_thread() is thread:  # dropped by a callback on the loop itself
+        loop.create_task(client.close()).add_done_callback(lambda _: loop.stop())
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
+    except Exception:  # nobody is left to tell: the loop stops all the same
+        log.warning("closing a dropped client failed", exc_info=True)
+    _stop_loop(loop, thread)
 
 
 class _Call(Generic[T]):
@@ -198,6 +236,7 @@ class Client(Closing):
         except BaseException:
             self._runner.stop()
             raise
+        self._when_dropped = self._runner.close_when_dropped(self._client, self._listener_threads)
 
     @property
     def service_info(self) -> ServiceInfo:
@@ -286,6 +325,7 @@ class Client(Closing):
         return BlockingAdmin(self._client.admin(), self._runner)
 
     def close(self) -> None:
+        self._when_dropped.detach()
         try:
             self._runner.run(self._client.close())
         finally:
