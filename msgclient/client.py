@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -56,6 +57,7 @@ from msgclient.options import (
     ProducerOptions,
     SubscriptionMode,
 )
+from msgclient.pattern_subscription import PatternSubscription
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
@@ -371,21 +373,21 @@ class Client(AsyncClosing):
         return owner
 
     async def subscribe(
-        self, topic: str | list[str], subscription_name: str, **options: Any
+        self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **options: Any
     ) -> Consumer:
-        """Subscribe to a topic (or a list of topics) with ``ConsumerOptions``.
+        """Subscribe to a topic, a list of topics, or the topics a compiled pattern
+        matches (``re.compile(...)``; a str is always a topic name), with
+        ``ConsumerOptions``. A pattern's topics are listed again every
+        ``pattern_auto_discovery_period`` seconds: new ones are joined, deleted ones
+        dropped (docs/consumer.md).
 
         Returns once every partition's subscription is registered on the broker.
         """
+        if isinstance(topic, re.Pattern):
+            return await self._subscribe_pattern(topic, subscription_name, options)
         return await self._subscribe(topic, subscription_name, options, None)
 
-    async def _subscribe(
-        self,
-        topic: str | list[str],
-        subscription_name: str,
-        options: dict[str, Any],
-        only_partition: int | None,
-    ) -> Consumer:
+    def _consumer_options(self, subscription_name: str, options: dict[str, Any]) -> ConsumerOptions:
         if self._closed:
             raise AlreadyClosedError("the client is closed")
         consumer_options = build(
@@ -396,6 +398,100 @@ class Client(AsyncClosing):
             raise InvalidConfigurationError(
                 f"subscription_name must be a non-empty string, got {subscription_name!r}"
             )
+        return consumer_options
+
+    async def _subscribe_pattern(
+        self, pattern: re.Pattern[str], subscription_name: str, options: dict[str, Any]
+    ) -> Consumer:
+        consumer_options = self._consumer_options(subscription_name, options)
+        for name, refused in (
+            ("receiver_queue_size=0", consumer_options.receiver_queue_size == 0),
+            ("retry_enable", consumer_options.retry_enable),
+        ):
+            if refused:
+                raise InvalidConfigurationError(f"{name} is not offered with a topic pattern")
+        queue: ReceiveQueue[Message] = ReceiveQueue()
+        context = self._backend.subscription_context([], subscription_name, consumer_options)
+        policy = consumer_options.dead_letter_policy
+
+        async def make_members(topic: str) -> list[PartitionConsumer]:
+            count = await self._backend.partition_count(topic)
+            names = self._partition_names(topic, count)
+            # Each topic's members get the Java client's share of the total for one of
+            # the partitions the subscription has now.
+            across = consumer_options.max_total_receiver_queue_size_across_partitions
+            size = max(1, min(consumer_options.receiver_queue_size, across // len(names)))
+            router = None
+            if policy is not None:
+                router = DeadLetterRouter(
+                    policy, topic, subscription_name, self._dead_letter_producer
+                )
+            return [
+                self._member(
+                    name,
+                    index,
+                    topic,
+                    subscription_name,
+                    consumer_options,
+                    queue,
+                    size,
+                    context,
+                    router,
+                )
+                for name, index in names
+            ]
+
+        subscription = PatternSubscription(
+            self._backend, context, pattern, consumer_options, make_members, self._start_all
+        )
+        topics = await subscription.list_topics()
+        members = await subscription.members_of(topics)
+        await self._start_all(members)
+        consumer = self._telemetry.consumer_type()(
+            topics,
+            subscription_name,
+            consumer_options,
+            members,
+            queue,
+            self._consumers.discard,
+            pattern=pattern.pattern,
+        )
+        subscription.run(consumer)
+        self._consumers.add(consumer)
+        return consumer
+
+    def _member(
+        self,
+        name: str,
+        index: int,
+        topic: str,
+        subscription_name: str,
+        options: ConsumerOptions,
+        queue: ReceiveQueue[Message],
+        size: int,
+        context: Any,
+        dead_letters: DeadLetterRouter | None,
+    ) -> PartitionConsumer:
+        return PartitionConsumer(
+            name,
+            index,
+            options,
+            queue,
+            size,
+            self._consumer_transport_factory(name, index, subscription_name, options, context),
+            self._backoff(),
+            dead_letters,
+            destination=topic,
+        )
+
+    async def _subscribe(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        options: dict[str, Any],
+        only_partition: int | None,
+    ) -> Consumer:
+        consumer_options = self._consumer_options(subscription_name, options)
         if isinstance(topic, str):
             topics = [topic]
         elif isinstance(topic, list | tuple) and all(isinstance(t, str) for t in topic):
@@ -443,18 +539,16 @@ class Client(AsyncClosing):
             [t for t, _ in subscribed], subscription_name, consumer_options
         )
         members = [
-            PartitionConsumer(
+            self._member(
                 name,
                 index,
+                topic_name,
+                subscription_name,
                 consumer_options,
                 queue,
                 size,
-                self._consumer_transport_factory(
-                    name, index, subscription_name, consumer_options, context
-                ),
-                self._backoff(),
+                context,
                 routers.get(base),
-                destination=topic_name,
             )
             for base, topic_name, name, index in names
         ]
