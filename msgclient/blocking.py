@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import re
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -210,7 +211,7 @@ class Client(Closing):
 
     def subscribe(
         self,
-        topic: str | list[str],
+        topic: str | list[str] | re.Pattern[str],
         subscription_name: str,
         *,
         message_listener: MessageListener | None = None,
@@ -234,7 +235,7 @@ class Client(Closing):
 
     async def _subscribe_with_listener(
         self,
-        topic: str | list[str],
+        topic: str | list[str] | re.Pattern[str],
         subscription_name: str,
         listener: MessageListener,
         thread: concurrent.futures.ThreadPoolExecutor,

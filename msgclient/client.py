@@ -55,6 +55,7 @@ from msgclient.options import (
     ConsumerType,
     InitialPosition,
     ProducerOptions,
+    RegexSubscriptionMode,
     SubscriptionMode,
 )
 from msgclient.pattern_subscription import PatternSubscription
@@ -558,6 +559,16 @@ class Client(AsyncClosing):
         )
         self._consumers.add(consumer)
         return consumer
+
+    async def topics_matching(
+        self,
+        pattern: re.Pattern[str],
+        regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly,
+    ) -> list[str]:
+        """The topics a subscription to ``pattern`` would read now (not their partitions),
+        by their normalized names; an invalid pattern raises InvalidConfigurationError."""
+        self._check_open()
+        return await self._backend.list_topics(pattern, regex_subscription_mode)
 
     async def create_reader(
         self,

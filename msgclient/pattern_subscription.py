@@ -4,7 +4,8 @@ The topic discovery (``core/receive/topic_discovery.py``) lists the matching top
 ``pattern_auto_discovery_period`` seconds and hands the changes here. A topic that starts
 to match gets members on the consumer's receive queue: they are made (the adapter's
 transports with them), the backend is told the new topic set (Kafka: the group rejoins
-with it, and its assignment finds the new transports), then they start. A topic that stops
+with it, and its assignment finds the new transports), the consumer takes them, then they
+start (if they cannot, the consumer drops them and the next period tries again). A topic that stops
 matching (deleted) is told to the backend first, then its members close.
 """
 
@@ -19,6 +20,7 @@ from msgclient.consumer import Consumer
 from msgclient.contract import ProtocolBackend
 from msgclient.core.receive.partition_consumer import PartitionConsumer
 from msgclient.core.receive.topic_discovery import TopicDiscovery
+from msgclient.errors import MsgClientError
 from msgclient.options import ConsumerOptions
 
 MakeMembers = Callable[[str], Awaitable[list[PartitionConsumer]]]
@@ -79,8 +81,13 @@ class PatternSubscription:
         for topic in added:
             made = await self._make_members(topic)
             self._backend.update_subscription(self._context, sorted({*consumer.topics, topic}))
-            await self._start_all(made)  # a failure closes them: the next period retries
+            # Known to the consumer first: a message may come as soon as one subscribes.
             consumer.add_partitions(topic, made)
+            try:
+                await self._start_all(made)
+            except MsgClientError:
+                await consumer.remove_topics([topic])  # the next period tries again
+                raise
 
     async def _release(self) -> None:
         await self._backend.close_subscription(self._context)

@@ -48,8 +48,6 @@ class TopicDiscovery:
         self._what = what
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.checks = 0  # listings completed (tests wait on it)
-        self.checked = asyncio.Event()  # set after each completed check
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"topic discovery of {self._what}")
@@ -73,9 +71,6 @@ class TopicDiscovery:
                 await self.check()
             except MsgClientError as error:  # the next period tries again
                 log.warning("%s: topic discovery failed: %s", self._what, error)
-            self.checks += 1
-            self.checked.set()
-            self.checked.clear()
 
     async def close(self) -> None:
         self._stop.set()
