@@ -90,3 +90,30 @@ async def test_a_pattern_that_matches_nothing_yet_waits_for_a_topic(
         message = await consumer.receive(timeout_millis=15_000)
         assert message.data() == b"x"
         await within(consumer.close())
+
+
+async def test_a_deleted_topic_is_dropped_and_the_others_still_read(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    kept, deleted = f"{topic}-kept", f"{topic}-gone"
+    await within(create_topic(bootstrap, kept, 1))
+    await within(create_topic(bootstrap, deleted, 1))
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        consumer = await within(
+            client.subscribe(
+                re.compile(re.escape(topic) + ".*"),
+                f"g-{topic}",
+                pattern_auto_discovery_period=0.3,
+                **GROUP,
+            )
+        )
+        assert consumer.topics == [deleted, kept]
+        assert (await within(client.admin().delete_topics([deleted]))).failed == {}
+        async with asyncio.timeout(15):
+            while consumer.topics != [kept]:  # the next listings drop it
+                await asyncio.sleep(0.05)
+        await within(send_all(client, kept, [b"k"]))
+        message = await consumer.receive(timeout_millis=15_000)
+        assert message.data() == b"k"
+        await within(consumer.close())
