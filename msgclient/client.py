@@ -445,9 +445,13 @@ class Client(AsyncClosing):
         subscription = PatternSubscription(
             self._backend, context, pattern, consumer_options, make_members, self._start_all
         )
-        topics = await subscription.list_topics()
-        members = await subscription.members_of(topics)
-        await self._start_all(members)
+        try:
+            topics = await subscription.list_topics()
+            members = await subscription.members_of(topics)
+            await self._start_all(members)
+        except BaseException:
+            await self._backend.close_subscription(context)  # what members_of kept open
+            raise
         consumer = self._telemetry.consumer_type()(
             topics,
             subscription_name,
