@@ -58,7 +58,7 @@ from msgclient.options import (
     RegexSubscriptionMode,
     SubscriptionMode,
 )
-from msgclient.pattern_subscription import PatternSubscription
+from msgclient.pattern_subscription import Members, PatternSubscription
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
@@ -405,53 +405,36 @@ class Client(AsyncClosing):
         self, pattern: re.Pattern[str], subscription_name: str, options: dict[str, Any]
     ) -> Consumer:
         consumer_options = self._consumer_options(subscription_name, options)
-        for name, refused in (
-            ("receiver_queue_size=0", consumer_options.receiver_queue_size == 0),
-            ("retry_enable", consumer_options.retry_enable),
-        ):
-            if refused:
-                raise InvalidConfigurationError(f"{name} is not offered with a topic pattern")
         queue: ReceiveQueue[Message] = ReceiveQueue()
         context = self._backend.subscription_context([], subscription_name, consumer_options)
-        policy = consumer_options.dead_letter_policy
 
-        async def make_members(topic: str) -> list[PartitionConsumer]:
-            count = await self._backend.partition_count(topic)
-            names = self._partition_names(topic, count)
-            # Each topic's members get the Java client's share of the total for one of
-            # the partitions the subscription has now.
-            across = consumer_options.max_total_receiver_queue_size_across_partitions
-            size = max(1, min(consumer_options.receiver_queue_size, across // len(names)))
-            router = None
-            if policy is not None:
-                router = DeadLetterRouter(
-                    policy, topic, subscription_name, self._dead_letter_producer
-                )
-            return [
-                self._member(
-                    name,
-                    index,
-                    topic,
-                    subscription_name,
-                    consumer_options,
-                    queue,
-                    size,
-                    context,
-                    router,
-                )
-                for name, index in names
-            ]
+        def member(
+            name: str, index: int, topic: str, size: int, router: DeadLetterRouter | None
+        ) -> PartitionConsumer:
+            return self._member(
+                name,
+                index,
+                topic,
+                subscription_name,
+                consumer_options,
+                queue,
+                size,
+                context,
+                router,
+            )
+
+        async def partition_names(topic: str) -> list[tuple[str, int]]:
+            return self._partition_names(topic, await self._backend.partition_count(topic))
 
         subscription = PatternSubscription(
-            self._backend, context, pattern, consumer_options, make_members, self._start_all
+            self._backend,
+            context,
+            pattern,
+            subscription_name,
+            consumer_options,
+            Members(partition_names, member, self._dead_letter_producer, self._start_all),
         )
-        try:
-            topics = await subscription.list_topics()
-            members = await subscription.members_of(topics)
-            await self._start_all(members)
-        except BaseException:
-            await self._backend.close_subscription(context)  # what members_of kept open
-            raise
+        topics, members = await subscription.start()
         consumer = self._telemetry.consumer_type()(
             topics,
             subscription_name,

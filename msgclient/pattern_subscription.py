@@ -16,15 +16,30 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
+
 from msgclient.consumer import Consumer
 from msgclient.contract import ProtocolBackend
+from msgclient.core.receive.dead_letters import DeadLetterRouter, SenderFactory
 from msgclient.core.receive.partition_consumer import PartitionConsumer
 from msgclient.core.receive.topic_discovery import TopicDiscovery
-from msgclient.errors import MsgClientError
+from msgclient.errors import InvalidConfigurationError, MsgClientError
 from msgclient.options import ConsumerOptions
 
-MakeMembers = Callable[[str], Awaitable[list[PartitionConsumer]]]
+PartitionNames = Callable[[str], Awaitable[list[tuple[str, int]]]]
+# (partition name, index, topic, window size, dead-letter router) -> an unstarted member
+MemberFactory = Callable[[str, int, str, int, DeadLetterRouter | None], PartitionConsumer]
 StartAll = Callable[[list[PartitionConsumer]], Awaitable[None]]
+
+
+@attrs.frozen
+class Members:
+    """What the client lends to make and start a topic's members."""
+
+    partition_names: PartitionNames
+    member: MemberFactory
+    dead_letter_producer: SenderFactory
+    start_all: StartAll
 
 
 class PatternSubscription:
@@ -35,40 +50,68 @@ class PatternSubscription:
         backend: ProtocolBackend[Any],
         context: Any,
         pattern: re.Pattern[str],
+        subscription_name: str,
         options: ConsumerOptions,
-        make_members: MakeMembers,
-        start_all: StartAll,
+        members: Members,
     ) -> None:
+        for name, refused in (
+            ("receiver_queue_size=0", options.receiver_queue_size == 0),
+            ("retry_enable", options.retry_enable),
+        ):
+            if refused:
+                raise InvalidConfigurationError(f"{name} is not offered with a topic pattern")
         self._backend = backend
         self._context = context
         self._pattern = pattern
+        self._subscription_name = subscription_name
         self._options = options
-        self._make_members = make_members
-        self._start_all = start_all
+        self._members = members
         self._consumer: Consumer | None = None
-        self.discovery: TopicDiscovery | None = None
 
     async def list_topics(self) -> list[str]:
         return await self._backend.list_topics(self._pattern, self._options.regex_subscription_mode)
 
-    async def members_of(self, topics: list[str]) -> list[PartitionConsumer]:
-        """The (unstarted) members of ``topics``, the backend told of them."""
-        made = await asyncio.gather(*(self._make_members(t) for t in topics))
-        self._backend.update_subscription(self._context, topics)
-        return [member for members in made for member in members]
+    async def start(self) -> tuple[list[str], list[PartitionConsumer]]:
+        """The first listing's topics and their started members."""
+        try:
+            topics = await self.list_topics()
+            made = await asyncio.gather(*(self._make_members(t) for t in topics))
+            self._backend.update_subscription(self._context, topics)
+            members = [member for members in made for member in members]
+            await self._members.start_all(members)
+        except BaseException:
+            await self._release()  # what update_subscription kept open (Kafka's group)
+            raise
+        return topics, members
+
+    async def _make_members(self, topic: str) -> list[PartitionConsumer]:
+        names = await self._members.partition_names(topic)
+        # The Java client's share of the total for each partition the topic has.
+        options = self._options
+        across = options.max_total_receiver_queue_size_across_partitions
+        size = max(1, min(options.receiver_queue_size, across // len(names)))
+        router = None
+        if options.dead_letter_policy is not None:
+            router = DeadLetterRouter(
+                options.dead_letter_policy,
+                topic,
+                self._subscription_name,
+                self._members.dead_letter_producer,
+            )
+        return [self._members.member(name, index, topic, size, router) for name, index in names]
 
     def run(self, consumer: Consumer) -> None:
         """Start the discovery for ``consumer`` (which has the first listing's topics)."""
         self._consumer = consumer
-        self.discovery = TopicDiscovery(
+        discovery = TopicDiscovery(
             self.list_topics,
             lambda: consumer.topics,
             self._apply,
             self._options.pattern_auto_discovery_period,
             f"pattern {self._pattern.pattern!r} of {consumer.subscription_name}",
         )
-        consumer.attach_discovery(self.discovery.close, self._release)
-        self.discovery.start()
+        consumer.attach_discovery(discovery.close, self._release)
+        discovery.start()
 
     async def _apply(self, added: list[str], removed: list[str]) -> None:
         consumer = self._consumer
@@ -84,7 +127,7 @@ class PatternSubscription:
             # Known to the consumer first: a message may come as soon as one subscribes.
             consumer.add_partitions(topic, made)
             try:
-                await self._start_all(made)
+                await self._members.start_all(made)
             except MsgClientError:
                 await consumer.remove_topics([topic])  # the next period tries again
                 raise
