@@ -136,3 +136,24 @@ async def test_pulsar_compat_subscribes_to_a_compiled_pattern(
         topic = await asyncio.to_thread(subscribe)
     assert topic == f"{P}orders-.*"
     assert sorted(subscribed(server)) == [f"{P}orders-1", f"{P}orders-2"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"receiver_queue_size": 0}, "receiver_queue_size=0"),
+        (
+            {
+                "retry_enable": True,
+                "dead_letter_policy": msgclient.DeadLetterPolicy(max_redeliver_count=3),
+            },
+            "retry_enable",
+        ),
+    ],
+)
+async def test_what_a_pattern_cannot_do_is_refused(
+    server: ScriptedPulsarServer, make_client: MakeClient, options: dict[str, object], named: str
+) -> None:
+    with pytest.raises(InvalidConfigurationError, match=f"{named} is not offered with a topic"):
+        await make_client(server.url).subscribe(re.compile(f"{P}orders-.*"), "sub", **options)
+    assert server.commands(Type.GET_TOPICS_OF_NAMESPACE) == []
