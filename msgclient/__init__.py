@@ -76,6 +76,7 @@ from msgclient.options import (
     PartitionsRoutingMode,
     ProducerAccessMode,
     ProducerOptions,
+    RegexSubscriptionMode,
     SubscriptionMode,
 )
 from msgclient.producer import Producer
@@ -153,6 +154,7 @@ __all__ = [
     "ProtocolError",
     "Reader",
     "ReceiveTimeoutError",
+    "RegexSubscriptionMode",
     "SendTimeoutError",
     "ServiceInfo",
     "ServiceInfoProvider",

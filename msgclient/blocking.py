@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import logging
+import re
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -249,7 +250,7 @@ class Client(Closing):
 
     def subscribe(
         self,
-        topic: str | list[str],
+        topic: str | list[str] | re.Pattern[str],
         subscription_name: str,
         *,
         message_listener: MessageListener | None = None,
@@ -273,7 +274,7 @@ class Client(Closing):
 
     async def _subscribe_with_listener(
         self,
-        topic: str | list[str],
+        topic: str | list[str] | re.Pattern[str],
         subscription_name: str,
         listener: MessageListener,
         thread: concurrent.futures.ThreadPoolExecutor,

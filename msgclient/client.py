@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -55,8 +56,10 @@ from msgclient.options import (
     ConsumerType,
     InitialPosition,
     ProducerOptions,
+    RegexSubscriptionMode,
     SubscriptionMode,
 )
+from msgclient.pattern_subscription import Members, PatternSubscription
 from msgclient.producer import Producer
 from msgclient.reader import Reader
 from msgclient.schema_info import SchemaInfo
@@ -394,21 +397,21 @@ class Client(AsyncClosing):
         return owner
 
     async def subscribe(
-        self, topic: str | list[str], subscription_name: str, **options: Any
+        self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **options: Any
     ) -> Consumer:
-        """Subscribe to a topic (or a list of topics) with ``ConsumerOptions``.
+        """Subscribe to a topic, a list of topics, or the topics a compiled pattern
+        matches (``re.compile(...)``; a str is always a topic name), with
+        ``ConsumerOptions``. A pattern's topics are listed again every
+        ``pattern_auto_discovery_period`` seconds: new ones are joined, deleted ones
+        dropped (docs/consumer.md).
 
         Returns once every partition's subscription is registered on the broker.
         """
+        if isinstance(topic, re.Pattern):
+            return await self._subscribe_pattern(topic, subscription_name, options)
         return await self._subscribe(topic, subscription_name, options, None)
 
-    async def _subscribe(
-        self,
-        topic: str | list[str],
-        subscription_name: str,
-        options: dict[str, Any],
-        only_partition: int | None,
-    ) -> Consumer:
+    def _consumer_options(self, subscription_name: str, options: dict[str, Any]) -> ConsumerOptions:
         if self._closed:
             raise AlreadyClosedError("the client is closed")
         consumer_options = build(
@@ -419,6 +422,87 @@ class Client(AsyncClosing):
             raise InvalidConfigurationError(
                 f"subscription_name must be a non-empty string, got {subscription_name!r}"
             )
+        return consumer_options
+
+    async def _subscribe_pattern(
+        self, pattern: re.Pattern[str], subscription_name: str, options: dict[str, Any]
+    ) -> Consumer:
+        consumer_options = self._consumer_options(subscription_name, options)
+        queue: ReceiveQueue[Message] = ReceiveQueue()
+        context = self._backend.subscription_context([], subscription_name, consumer_options)
+
+        def member(
+            name: str, index: int, topic: str, size: int, router: DeadLetterRouter | None
+        ) -> PartitionConsumer:
+            return self._member(
+                name,
+                index,
+                topic,
+                subscription_name,
+                consumer_options,
+                queue,
+                size,
+                context,
+                router,
+            )
+
+        async def partition_names(topic: str) -> list[tuple[str, int]]:
+            return self._partition_names(topic, await self._backend.partition_count(topic))
+
+        subscription = PatternSubscription(
+            self._backend,
+            context,
+            pattern,
+            subscription_name,
+            consumer_options,
+            Members(partition_names, member, self._dead_letter_producer, self._start_all),
+        )
+        topics, members = await subscription.start()
+        consumer = self._telemetry.consumer_type()(
+            topics,
+            subscription_name,
+            consumer_options,
+            members,
+            queue,
+            self._consumers.discard,
+            pattern=pattern.pattern,
+        )
+        subscription.run(consumer)
+        self._consumers.add(consumer)
+        return consumer
+
+    def _member(
+        self,
+        name: str,
+        index: int,
+        topic: str,
+        subscription_name: str,
+        options: ConsumerOptions,
+        queue: ReceiveQueue[Message],
+        size: int,
+        context: Any,
+        dead_letters: DeadLetterRouter | None,
+    ) -> PartitionConsumer:
+        return PartitionConsumer(
+            name,
+            index,
+            options,
+            queue,
+            size,
+            self._consumer_transport_factory(name, index, subscription_name, options, context),
+            self._backoff(),
+            dead_letters,
+            destination=topic,
+        )
+
+    async def _subscribe(
+        self,
+        topic: str | list[str],
+        subscription_name: str,
+        options: dict[str, Any],
+        only_partition: int | None,
+    ) -> Consumer:
+        consumer_options = self._consumer_options(subscription_name, options)
         if isinstance(topic, str):
             topics = [topic]
         elif isinstance(topic, list | tuple) and all(isinstance(t, str) for t in topic):
@@ -466,18 +550,16 @@ class Client(AsyncClosing):
             [t for t, _ in subscribed], subscription_name, consumer_options
         )
         members = [
-            PartitionConsumer(
+            self._member(
                 name,
                 index,
+                topic_name,
+                subscription_name,
                 consumer_options,
                 queue,
                 size,
-                self._consumer_transport_factory(
-                    name, index, subscription_name, consumer_options, context
-                ),
-                self._backoff(),
+                context,
                 routers.get(base),
-                destination=topic_name,
             )
             for base, topic_name, name, index in names
         ]
@@ -487,6 +569,16 @@ class Client(AsyncClosing):
         )
         self._consumers.add(consumer)
         return consumer
+
+    async def topics_matching(
+        self,
+        pattern: re.Pattern[str],
+        regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly,
+    ) -> list[str]:
+        """The topics a subscription to ``pattern`` would read now (not their partitions),
+        by their normalized names; an invalid pattern raises InvalidConfigurationError."""
+        self._check_open()
+        return await self._backend.list_topics(pattern, regex_subscription_mode)
 
     async def create_reader(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from msgclient.closing import AsyncClosing
 from msgclient.core.receive.message_listener import MessageListenerRunner
@@ -39,14 +39,21 @@ class Consumer(AsyncClosing):
         partitions: list[PartitionConsumer],
         queue: ReceiveQueue[Message],
         on_closed: Callable[[Consumer], None],
+        *,
+        pattern: str | None = None,
     ) -> None:
         self.topics = topics
+        # A pattern subscription's members come and go (add_partitions, remove_topics):
+        # no fast path may keep one.
+        self.pattern = pattern
+        self._stop_discovery: Callable[[], Awaitable[None]] | None = None
+        self._release: Callable[[], Awaitable[None]] | None = None
         self.subscription_name = subscription_name
         self._options = options
         self._partitions = partitions
         self._by_topic = {p.topic: p for p in partitions}
         # Fast paths of the common consumer: one partition, no ack timeout.
-        self._single = partitions[0] if len(partitions) == 1 else None
+        self._single = partitions[0] if len(partitions) == 1 and pattern is None else None
         self._single_ack = self._single.acknowledger() if self._single is not None else None
         self._track_delivery = options.unacked_messages_timeout_ms > 0
         # Whole dispatches acknowledged by one id each: not while acks must also settle
@@ -69,7 +76,34 @@ class Consumer(AsyncClosing):
 
     @property
     def topic(self) -> str:
-        return self.topics[0]
+        """The topic (the first of several), or the pattern of a pattern subscription."""
+        return self.topics[0] if self.pattern is None else self.pattern
+
+    # -- a pattern subscription's changing members ------------------------------------
+
+    def add_partitions(self, topic: str, partitions: list[PartitionConsumer]) -> None:
+        """Members of a topic that started to match, already started on the shared queue."""
+        self._partitions += partitions
+        self._by_topic.update((p.topic, p) for p in partitions)
+        self.topics = sorted({*self.topics, topic})
+
+    async def remove_topics(self, topics: list[str]) -> None:
+        """Close the members of topics that stopped matching (deleted): their queued
+        messages go, the broker keeps nothing of a deleted topic to redeliver."""
+        gone = set(topics)
+        leaving = [p for p in self._partitions if p.destination in gone]
+        self._partitions = [p for p in self._partitions if p.destination not in gone]
+        for partition in leaving:
+            del self._by_topic[partition.topic]
+        self.topics = [t for t in self.topics if t not in gone]
+        await asyncio.gather(*(p.close() for p in leaving))
+
+    def attach_discovery(
+        self, stop: Callable[[], Awaitable[None]], release: Callable[[], Awaitable[None]]
+    ) -> None:
+        """At close, ``stop`` (the topic discovery) runs before the members close, so none
+        is added meanwhile, and ``release`` (what the subscription shares) after them."""
+        self._stop_discovery, self._release = stop, release
 
     @property
     def consumer_name(self) -> str:
@@ -88,7 +122,7 @@ class Consumer(AsyncClosing):
             self.subscription_name,
             [p.stats() for p in self._partitions],
             len(self._queue),
-            self._partitions[0].transport.rebalances,
+            self._partitions[0].transport.rebalances if self._partitions else 0,
         )
 
     def has_reached_end_of_topic(self) -> bool:
@@ -98,7 +132,7 @@ class Consumer(AsyncClosing):
     @property
     def is_active(self) -> bool | None:
         """Failover: whether this consumer is the active one (None until the broker says)."""
-        return self._partitions[0].is_active
+        return self._partitions[0].is_active if self._partitions else None
 
     # -- receiving ----------------------------------------------------------------------
 
@@ -291,7 +325,7 @@ class Consumer(AsyncClosing):
         is not acknowledged, those still queued here included (they are dropped: they come
         again, with a higher redelivery count), as the Java client's
         redeliverUnacknowledgedMessages. Pulsar only: Kafka keeps no such set on its side."""
-        if not self._partitions[0].redelivers_all:
+        if self._partitions and not self._partitions[0].redelivers_all:
             raise InvalidConfigurationError(
                 "redeliver_unacknowledged_messages needs a broker that tracks what it "
                 "delivered (Pulsar); negative_acknowledge each message instead"
@@ -374,7 +408,11 @@ class Consumer(AsyncClosing):
         if self._listener is not None:
             await self._listener.close()
         try:
+            if self._stop_discovery is not None:
+                await self._stop_discovery()
             await asyncio.gather(*(p.close() for p in self._partitions))
+            if self._release is not None:
+                await self._release()
         finally:
             self._on_closed(self)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
+import re
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -33,7 +34,12 @@ from msgclient.errors import (
     UnknownProtocolError,
 )
 from msgclient.message import Message, MessageId, OutgoingMessage, call_back, fail_future
-from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
+from msgclient.options import (
+    ClientOptions,
+    ConsumerOptions,
+    ProducerOptions,
+    RegexSubscriptionMode,
+)
 from msgclient.url import ServiceUrl
 
 ENTRY_POINT_GROUP = "msgclient.protocols"
@@ -429,6 +435,21 @@ class ProtocolBackend(ABC, Generic[SubscriptionT]):
     ) -> SubscriptionT:
         """State shared by the partition transports of one ``subscribe`` call (Kafka's
         group membership; None where a protocol has none). Given to ``consumer_transport``."""
+
+    def update_subscription(self, context: SubscriptionT, topics: list[str]) -> None:
+        """A pattern subscription's topics changed to ``topics`` (Kafka: the group rejoins
+        with them). Called after the added topics' transports are made, before they
+        connect, and before the removed ones close."""
+
+    async def close_subscription(self, context: SubscriptionT) -> None:
+        """A pattern subscription is closed: what ``update_subscription`` kept open past
+        its last transport (Kafka: the group) is released."""
+
+    @abstractmethod
+    async def list_topics(self, pattern: re.Pattern[str], mode: RegexSubscriptionMode) -> list[str]:
+        """The topics (normalized, not their partitions) that ``pattern`` matches, in
+        ``mode``'s domains, for pattern subscriptions; an invalid pattern raises
+        InvalidConfigurationError naming it."""
 
     @abstractmethod
     def normalize_topic(self, topic: str) -> str:

@@ -365,6 +365,14 @@ class SubscriptionMode(enum.Enum):
     NonDurable = 1
 
 
+class RegexSubscriptionMode(enum.Enum):
+    """Which topics a pattern subscription takes, by domain (Pulsar; Kafka has none)."""
+
+    PersistentOnly = 0
+    NonPersistentOnly = 1
+    AllTopics = 2
+
+
 class KeySharedMode(enum.Enum):
     """How a Key_Shared subscription splits the key hash range (0..65535) among consumers.
 
@@ -555,7 +563,16 @@ class ConsumerOptions:
     message_listener: MessageListener | None = attrs.field(
         default=None, validator=optional_callable
     )
+    # Pattern subscriptions (subscribe(re.compile(...))): how often, in seconds, the
+    # matching topics are listed again (the official client's default, 60 s).
+    pattern_auto_discovery_period: float = attrs.field(
+        default=60.0, validator=number_at_least(0.01)
+    )
     # -- Pulsar only --
+    # Pattern subscriptions: persistent topics only (the default), non-persistent or all.
+    regex_subscription_mode: RegexSubscriptionMode = attrs.field(
+        default=RegexSubscriptionMode.PersistentOnly, validator=member_of(RegexSubscriptionMode)
+    )
     # Decrypts end-to-end encrypted messages (docs/encryption.md); what to do with those it
     # cannot decrypt (or all encrypted ones, without a reader).
     crypto_key_reader: CryptoKeyReader | None = attrs.field(

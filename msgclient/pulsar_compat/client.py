@@ -3,8 +3,8 @@
 Every keyword of the official ``pulsar.Client`` and its ``create_*`` / ``subscribe``
 methods is accepted with the official defaults. Options that mean nothing here (thread
 counts of the C++ core, its stats and log-file settings) are accepted and have no effect;
-those asking for what msgclient does not do (a reader's decryption, pattern
-subscriptions, ...) raise ``OperationNotSupported`` rather than silently doing less.
+those asking for what msgclient does not do (a reader's decryption, ...) raise
+``OperationNotSupported`` rather than silently doing less.
 docs/pulsar_compat.md lists each option's status.
 """
 
@@ -242,19 +242,16 @@ class Client:
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
         crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     ) -> Consumer:
-        """Subscribe to a topic or a list of topics. ``message_listener(consumer, message)``
-        runs on a listener thread for each message (``receive`` is then not allowed).
-        Accepted with no effect: ``broker_consumer_stats_cache_time_ms``,
-        ``is_read_compacted`` (the whole topic is read), ``pattern_auto_discovery_period``,
-        ``regex_subscription_mode``, ``max_pending_chunked_message``,
+        """Subscribe to a topic, a list of topics, or the topics of one namespace that a
+        compiled pattern matches (``re.compile('persistent://public/default/my-.*')``),
+        listed again every ``pattern_auto_discovery_period`` seconds in the domains of
+        ``regex_subscription_mode``. ``message_listener(consumer, message)`` runs on a
+        listener thread for each message (``receive`` is then not allowed). Accepted with
+        no effect: ``broker_consumer_stats_cache_time_ms``, ``is_read_compacted`` (the
+        whole topic is read), ``max_pending_chunked_message``,
         ``auto_ack_oldest_chunked_message_on_queue_full``."""
         check_type(str, subscription_name, "subscription_name")
-        if isinstance(topic, re.Pattern):
-            raise OperationNotSupported(
-                f"subscribing to a topic pattern ({topic.pattern!r}) is not offered: "
-                "subscribe to a list of topics"
-            )
-        if not isinstance(topic, str | list):
+        if not isinstance(topic, str | list | re.Pattern):
             raise ValueError(
                 "Argument 'topic' is expected to be of a type between (str, list, re.pattern)"
             )

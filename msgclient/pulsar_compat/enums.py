@@ -116,7 +116,7 @@ class ProducerAccessMode(enum.Enum):
 
 
 class RegexSubscriptionMode(enum.Enum):
-    """Accepted; subscribing to a pattern is not offered (see docs/pulsar_compat.md)."""
+    """Which domains a pattern subscription's topics are in (persistent by default)."""
 
     PersistentOnly = 0
     NonPersistentOnly = 1

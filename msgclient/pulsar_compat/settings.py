@@ -192,6 +192,10 @@ def consumer_options(
         "replicate_subscription_state_enabled": replicate_subscription_state_enabled,
         "start_message_id_inclusive": start_message_id_inclusive,
         "batch_index_ack_enabled": batch_index_ack_enabled,
+        "pattern_auto_discovery_period": pattern_auto_discovery_period,
+        "regex_subscription_mode": to_msgclient(
+            regex_subscription_mode, core.RegexSubscriptionMode
+        ),
         **decryption_options(crypto_key_reader, crypto_failure_action),
         "schema": schema.schema_info(),
     }

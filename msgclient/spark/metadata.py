@@ -7,6 +7,7 @@ timeout for requests, ``probe_ms`` for a first message that may never come.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import NamedTuple
 
 import msgclient
@@ -44,7 +45,13 @@ async def discover(
     subscribe to); an unknown name or partition raises an error naming the option."""
     found: dict[TopicPartition, str] = {}
     wanted = dict(selection.assign) if selection.assign else {}
-    for topic in selection.names():
+    topics = selection.names()
+    if selection.pattern is not None:  # what matches now: a later batch finds new topics
+        try:
+            topics = tuple(await client.topics_matching(re.compile(selection.pattern)))
+        except InvalidConfigurationError as error:
+            raise SourceOptionError(selection.option, str(error)) from None
+    for topic in topics:
         try:
             names = await client.get_topic_partitions(topic)
         except InvalidConfigurationError as error:

@@ -53,11 +53,13 @@ OffsetMap = dict[str, dict[int, Position]]  # topic -> partition -> position or 
 
 @dataclass(frozen=True)
 class TopicSelection:
-    """Topics to read (all their partitions), or partitions by topic (``assign``)."""
+    """Topics to read (all their partitions), partitions by topic (``assign``), or the
+    topics a regex matches (``pattern``; listed again at each micro-batch)."""
 
     option: str
     topics: tuple[str, ...] = ()
     assign: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    pattern: str | None = None
 
     def names(self) -> tuple[str, ...]:
         return self.topics or tuple(topic for topic, _ in self.assign)
@@ -284,11 +286,11 @@ def _selection(options: dict[str, str]) -> TopicSelection:
     name = given[0]
     value = options[name.lower()]
     if name in ("subscribePattern", "topicsPattern"):
-        raise SourceOptionError(
-            name,
-            "topic patterns need a topic listing that msgclient's Client does not offer "
-            "yet; name the topics with subscribe or assign",
-        )
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise SourceOptionError(name, f"{value!r} is not a regex: {error}") from None
+        return TopicSelection(name, pattern=value)
     if name == "assign":
         parsed = _json(name, value)
         if not isinstance(parsed, dict) or not all(

@@ -43,6 +43,7 @@ from msgclient.options import (
     ConsumerType,
     ProducerAccessMode,
     ProducerOptions,
+    RegexSubscriptionMode,
 )
 from msgclient.schema_info import SchemaInfo
 from msgclient.url import ServiceUrl
@@ -178,6 +179,11 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
                 "Exclusive (a consumer group) and more partitions."
             )
         _refuse_schema(options.schema)
+        if options.regex_subscription_mode is not RegexSubscriptionMode.PersistentOnly:
+            raise NotSupportedError(
+                f"option regex_subscription_mode={options.regex_subscription_mode.name} is "
+                "Pulsar only: Kafka topics have no persistent and non-persistent domains"
+            )
         if options.crypto_key_reader is not None:
             raise NotSupportedError(
                 "option crypto_key_reader is Pulsar only: msgclient does not decrypt Kafka "
@@ -200,6 +206,18 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
         self, topics: list[str], subscription: str, options: ConsumerOptions
     ) -> KafkaSubscription:
         return KafkaSubscription(self.context, topics, subscription, options)
+
+    def update_subscription(self, context: KafkaSubscription, topics: list[str]) -> None:
+        context.set_topics(topics)
+
+    async def close_subscription(self, context: KafkaSubscription) -> None:
+        await context.release()
+
+    async def list_topics(self, pattern: re.Pattern[str], mode: RegexSubscriptionMode) -> list[str]:
+        # Kafka's subscribe(Pattern): every topic of a full Metadata answer, matched here;
+        # internal topics (__consumer_offsets...) left out.
+        listed = await self.admin_transport().list_topics(None, include_internal=False)
+        return [name for name in listed if pattern.fullmatch(name)]
 
     async def end_prepared_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool

@@ -69,6 +69,7 @@ class KafkaSubscription:
         self._dirty: dict[TopicPartition, int] = {}
         self._commit: asyncio.Future[None] | None = None
         self._open = 0
+        self._held = False  # a pattern subscription's: open until released
         self.rebalances = 0  # group joins completed (each ends in on_partitions_assigned)
 
     async def start(self, timeout: float) -> None:
@@ -148,10 +149,24 @@ class KafkaSubscription:
         self.transports[(transport.topic, transport.partition)] = transport
         self._open += 1
 
+    def set_topics(self, topics: list[str]) -> None:
+        """A pattern subscription's topics: the group (kept past its last transport, the
+        topics may come back) follows them."""
+        self._held = True
+        if self.group is not None:
+            self.group.set_topics(topics)
+
+    async def release(self) -> None:
+        self._held = False
+        if not self._open:
+            await self._close_shared()
+
     async def closed(self) -> None:
         self._open -= 1
-        if self._open:
-            return
+        if not self._open and not self._held:
+            await self._close_shared()
+
+    async def _close_shared(self) -> None:
         await self.flush_commits()
         if self.group is not None:
             await self.group.close()

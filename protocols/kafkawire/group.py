@@ -175,6 +175,16 @@ class GroupMembership:
         if self._closed:
             raise AlreadyClosedError(f"the membership of group {self.group_id!r} was closed")
 
+    def set_topics(self, topics: list[str]) -> None:
+        """Subscribe to ``topics`` instead (a pattern subscription's topics changed): a
+        member already joined rejoins with them, as Kafka's consumer does."""
+        wanted = tuple(sorted(set(topics)))
+        if wanted == self._topics:
+            return
+        self._topics = wanted
+        if self._started is not None and not self._closed:
+            self._rejoin.set()
+
     async def commit(
         self, offsets: Mapping[TopicPartition, int], *, timeout: float = DEFAULT_TIMEOUT
     ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import random
+import re
 
 from msgclient._version import __version__
 from msgclient.auth import Authentication
@@ -27,7 +28,12 @@ from msgclient.errors import (
     InvalidServiceUrlError,
     MsgClientError,
 )
-from msgclient.options import ClientOptions, ConsumerOptions, ProducerOptions
+from msgclient.options import (
+    ClientOptions,
+    ConsumerOptions,
+    ProducerOptions,
+    RegexSubscriptionMode,
+)
 from msgclient.url import ServiceUrl, parse_service_url
 from protocols.pulsarwire import topic as topics
 from protocols.pulsarwire.admin import PulsarAdmin
@@ -38,6 +44,7 @@ from protocols.pulsarwire.framing import encode_command
 from protocols.pulsarwire.lookup import PulsarLookupService
 from protocols.pulsarwire.producer import PulsarProducerTransport
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
+from protocols.pulsarwire.topic_pattern import LOOKUP_MODES, TopicPattern
 
 PLAIN_SCHEME, TLS_SCHEME = "pulsar", "pulsar+ssl"
 DEFAULT_PORTS = {PLAIN_SCHEME: 6650, TLS_SCHEME: 6651}
@@ -136,6 +143,15 @@ class PulsarBackend(ProtocolBackend[None]):
 
     def partition_name(self, topic: str, partition: int) -> str:
         return topics.partition_name(topic, partition)
+
+    async def list_topics(self, pattern: re.Pattern[str], mode: RegexSubscriptionMode) -> list[str]:
+        # GET_TOPICS_OF_NAMESPACE in the mode's domains, matched here too: a broker may
+        # ignore the pattern (its answer says whether it filtered).
+        topic_pattern = TopicPattern(pattern)
+        listed = await self.lookup.topics_of_namespace(
+            topic_pattern.namespace, LOOKUP_MODES[mode], topic_pattern.broker_pattern
+        )
+        return topic_pattern.matching(listed.topics, mode)
 
     def subscription_context(
         self, topics: list[str], subscription: str, options: ConsumerOptions

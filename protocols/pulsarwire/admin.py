@@ -43,7 +43,7 @@ class PulsarAdmin(AdminTransport):
         """
         checked = _namespace(DEFAULT_NAMESPACE if namespace is None else namespace)
         listed = await self._context.lookup.topics_of_namespace(checked, "all")
-        return sorted({_partitioned_topic(name) for name in listed.topics})
+        return sorted({topics.partitioned_topic(name) for name in listed.topics})
 
     async def describe_topics(self, names: list[str]) -> ItemResults[str, TopicDescription]:
         succeeded: dict[str, TopicDescription] = {}
@@ -75,13 +75,6 @@ def _namespace(namespace: object) -> str:
             "and -=:._), e.g. 'public/default'"
         )
     return namespace
-
-
-def _partitioned_topic(name: str) -> str:
-    """A partition's topic (``t-partition-3`` -> ``t``); other names as they are. Only a
-    numeric suffix names a partition, as in the Java client's TopicName."""
-    base, suffix, index = name.rpartition(topics.PARTITION_SUFFIX)
-    return base if suffix and index.isascii() and index.isdigit() else name
 
 
 def _host_port(url: str) -> str:

@@ -44,3 +44,10 @@ def normalize_topic(topic: str) -> str:
 
 def partition_name(topic: str, partition: int) -> str:
     return f"{topic}{PARTITION_SUFFIX}{partition}"
+
+
+def partitioned_topic(name: str) -> str:
+    """A partition's topic (``t-partition-3`` -> ``t``); other names as they are. Only a
+    numeric suffix names a partition, as in the Java client's TopicName."""
+    base, suffix, index = name.rpartition(PARTITION_SUFFIX)
+    return base if suffix and index.isascii() and index.isdigit() else name

@@ -4,6 +4,7 @@ producer, or that the broker checks its schema."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,3 +91,14 @@ async def test_encryption_is_refused_rather_than_sending_plaintext(
             await client.create_producer(topic, encryption_keys=["app"], crypto_key_reader=NoKeys())
         with pytest.raises(NotSupportedError, match="crypto_key_reader is Pulsar only"):
             await client.subscribe(topic, "g-" + topic, crypto_key_reader=NoKeys(), **GROUP)
+
+
+async def test_a_regex_subscription_mode_other_than_persistent_only_is_refused(
+    kafka_broker: KafkaBroker, topic: str
+) -> None:
+    mode = msgclient.RegexSubscriptionMode.AllTopics
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        with pytest.raises(NotSupportedError, match="regex_subscription_mode=AllTopics is Pulsar"):
+            await client.subscribe(
+                re.compile(topic + ".*"), "g-" + topic, regex_subscription_mode=mode, **GROUP
+            )

@@ -97,6 +97,18 @@ def test_offsets_json() -> None:
     assert assigned.selection.assign == (("t", (0, 2)),)
 
 
+def test_a_topic_pattern_is_kept_for_the_planner() -> None:
+    kafka = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribePattern": "orders-.*"}
+    selection = parse_options(kafka, streaming=True).selection
+    assert (selection.option, selection.pattern, selection.topics) == (
+        "subscribePattern",
+        "orders-.*",
+        (),
+    )
+    pulsar = {"service.url": PULSAR["service.url"], "topicsPattern": "public/default/o.*"}
+    assert parse_options(pulsar, streaming=False).selection.pattern == "public/default/o.*"
+
+
 @pytest.mark.parametrize(
     ("raw", "option", "match"),
     [
@@ -120,8 +132,8 @@ def test_offsets_json() -> None:
         ({"url": "kafka://x:1"}, "subscribe", "missing"),
         ({**KAFKA, "topic": "b"}, "subscribe", "not several"),
         ({**KAFKA, "subscribe": " , "}, "subscribe", "names no topic"),
-        ({**KAFKA, "subscribe": "", "subscribePattern": "o.*"}, "subscribePattern", "listing"),
-        ({**PULSAR, "topic": "", "topicsPattern": "o.*"}, "topicsPattern", "listing"),
+        ({**KAFKA, "subscribe": "", "subscribePattern": "o(("}, "subscribePattern", "not a regex"),
+        ({**PULSAR, "topic": "", "topicsPattern": "[o"}, "topicsPattern", "not a regex"),
         ({**KAFKA, "subscribe": "", "assign": "[1]"}, "assign", "JSON like"),
         ({**KAFKA, "subscribe": "", "assign": "{not json"}, "assign", "not valid JSON"),
         ({**KAFKA, "startingOffsets": '{"orders": {"0": 1'}, "startingOffsets", "not valid"),
