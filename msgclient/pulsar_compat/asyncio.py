@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from typing import Any
 
 from msgclient import client as core_client
@@ -247,13 +248,24 @@ class Client:
     async def subscribe(
         self, topic: str | list[str], subscription_name: str, *args: Any, **kwargs: Any
     ) -> Consumer:
-        """Arguments as the blocking ``Client.subscribe`` (no ``message_listener``)."""
+        """Arguments as the blocking ``Client.subscribe`` (no ``message_listener``);
+        ``is_pattern_topic=True`` takes ``topic`` (a str) as a regex, as the official."""
         check_type(str, subscription_name, "subscription_name")
+        is_pattern_topic = kwargs.pop("is_pattern_topic", False)
+        check_type(bool, is_pattern_topic, "is_pattern_topic")
         if not isinstance(topic, str | list):
             raise ValueError("Argument 'topic' is expected to be of type 'str' or 'list'")
+        if is_pattern_topic and not isinstance(topic, str):
+            raise ValueError(
+                "Argument 'topic' must be a string when 'is_pattern_topic' is True; lists of "
+                "topics do not support pattern subscriptions"
+            )
         options, schema = consumer_options(*args, **kwargs)
+        target: str | list[str] | re.Pattern[str] = (
+            re.compile(topic) if is_pattern_topic and isinstance(topic, str) else topic
+        )
         with _translated:
-            consumer = await self._client.subscribe(topic, subscription_name, **options)
+            consumer = await self._client.subscribe(target, subscription_name, **options)
         return Consumer(consumer, schema)
 
     async def create_reader(

@@ -12,6 +12,7 @@ import pytest
 import msgclient
 from msgclient import pulsar_compat as pulsar
 from msgclient.errors import InvalidConfigurationError
+from msgclient.pulsar_compat import asyncio as pulsar_asyncio
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from tests.pulsar.scripted.conftest import MakeClient
 from tests.pulsar.scripted.server import WAIT, ScriptedPulsarServer, Type, message_frame
@@ -135,6 +136,23 @@ async def test_pulsar_compat_subscribes_to_a_compiled_pattern(
     async with asyncio.timeout(WAIT * 2):
         topic = await asyncio.to_thread(subscribe)
     assert topic == f"{P}orders-.*"
+    assert sorted(subscribed(server)) == [f"{P}orders-1", f"{P}orders-2"]
+
+
+async def test_pulsar_compat_asyncio_takes_a_pattern_as_is_pattern_topic(
+    server: ScriptedPulsarServer,
+) -> None:
+    """The official ``pulsar.asyncio``: ``subscribe(str, ..., is_pattern_topic=True)``."""
+    server.namespace_topics = NAMESPACE
+    client = pulsar_asyncio.Client(server.url, operation_timeout_seconds=2)
+    try:
+        async with asyncio.timeout(WAIT):
+            consumer = await client.subscribe(f"{P}orders-.*", "sub", is_pattern_topic=True)
+            await consumer.close()
+        with pytest.raises(ValueError, match="is_pattern_topic"):
+            await client.subscribe([f"{P}orders-1"], "sub", is_pattern_topic=True)
+    finally:
+        await client.close()
     assert sorted(subscribed(server)) == [f"{P}orders-1", f"{P}orders-2"]
 
 
