@@ -287,6 +287,11 @@ class ProducerOptions:
     crypto_key_reader: CryptoKeyReader | None = attrs.field(
         default=None, validator=optional_instance(CryptoKeyReader)
     )
+    # Chunking (docs/producer.md): a message over the broker's max message size (or over
+    # chunk_max_message_size when set; 0 = the broker's) goes as several entries that the
+    # consumer reassembles. Exclusive with batching, as in the Java client.
+    chunking_enabled: bool = attrs.field(default=False, validator=is_bool)
+    chunk_max_message_size: int = attrs.field(default=0, validator=int_at_least(0))
     # -- Kafka only (the Pulsar adapter ignores these) --
     # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
     acks: int = attrs.field(default=-1, validator=one_of(0, 1, -1))
@@ -300,6 +305,13 @@ class ProducerOptions:
     transaction_timeout_ms: int = attrs.field(default=60_000, validator=int_at_least(1))
 
     def __attrs_post_init__(self) -> None:
+        check(
+            not (self.chunking_enabled and self.batching_enabled),
+            "chunking_enabled",
+            self.chunking_enabled,
+            "False while batching_enabled is True (batching and chunking are exclusive: "
+            "set batching_enabled=False to chunk)",
+        )
         if self.initial_sequence_id is not None:
             check(
                 isinstance(self.initial_sequence_id, int)
