@@ -573,6 +573,17 @@ class ConsumerOptions:
     crypto_failure_action: ConsumerCryptoFailureAction = attrs.field(
         default=ConsumerCryptoFailureAction.FAIL, validator=member_of(ConsumerCryptoFailureAction)
     )
+    # Chunked messages (docs/consumer.md), the Java client's defaults: at most this many
+    # incomplete ones kept (0: no bound), the oldest dropped beyond it (its chunks acked
+    # if auto_ack_oldest..., else left to be redelivered); one incomplete for longer than
+    # expire_time... ms is dropped and its chunks acked (0: never).
+    max_pending_chunked_message: int = attrs.field(default=10, validator=int_at_least(0))
+    auto_ack_oldest_chunked_message_on_queue_full: bool = attrs.field(
+        default=False, validator=is_bool
+    )
+    expire_time_of_incomplete_chunked_message: int = attrs.field(
+        default=60_000, validator=int_at_least(0)
+    )
     # -- Kafka only (the Pulsar adapter ignores these) --
     session_timeout_ms: int = attrs.field(default=45_000, validator=int_at_least(1))
     heartbeat_interval_ms: int = attrs.field(default=3_000, validator=int_at_least(1))

@@ -93,6 +93,7 @@ def producer_options(
         "max_pending_messages_across_partitions": max_pending_messages_across_partitions,
         "block_if_queue_full": block_if_queue_full,
         "batching_enabled": batching_enabled,
+        "chunking_enabled": chunking_enabled,
         "batching_max_messages": batching_max_messages,
         "batching_max_allowed_size_in_bytes": batching_max_allowed_size_in_bytes,
         "batching_max_publish_delay_ms": batching_max_publish_delay_ms,
@@ -192,6 +193,10 @@ def consumer_options(
         "replicate_subscription_state_enabled": replicate_subscription_state_enabled,
         "start_message_id_inclusive": start_message_id_inclusive,
         "batch_index_ack_enabled": batch_index_ack_enabled,
+        "max_pending_chunked_message": max_pending_chunked_message,
+        "auto_ack_oldest_chunked_message_on_queue_full": (
+            auto_ack_oldest_chunked_message_on_queue_full
+        ),
         **decryption_options(crypto_key_reader, crypto_failure_action),
         "schema": schema.schema_info(),
     }

@@ -68,6 +68,12 @@ class PulsarMessageId(MessageId):
     def _sort_key(self) -> tuple[int, ...]:
         return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
 
+    def __lt__(self, other: object) -> bool:
+        # A chunked message's id orders among the others as its last chunk.
+        if not isinstance(other, PulsarMessageId):
+            return NotImplemented
+        return self._sort_key() < other._sort_key()
+
     def __hash__(self) -> int:
         return hash((self.ledger_id, self.entry_id, self.partition, self.batch_index))
 
@@ -136,16 +142,24 @@ class PulsarMessageId(MessageId):
 class ChunkMessageId(PulsarMessageId):
     """The id of a chunked message: its last chunk's position, and its first chunk's.
 
-    As the official clients' ChunkMessageIdImpl: it compares and acknowledges as the last
-    chunk, serializes as the last chunk's MessageIdData with ``first_chunk_message_id``
-    set, and a seek to it starts at the first chunk.
+    As the official clients' ChunkMessageIdImpl: it compares and acknowledges cumulatively
+    as the last chunk, serializes as the last chunk's MessageIdData with
+    ``first_chunk_message_id`` set, and a seek to it starts at the first chunk.
+    ``chunk_ids`` (all the chunks, when received here; else the first and the last) are
+    what an individual ack or a redelivery covers.
     """
 
-    __slots__ = ("first_chunk_id",)
+    __slots__ = ("chunk_ids", "first_chunk_id")
 
-    def __init__(self, first_chunk_id: PulsarMessageId, last_chunk_id: PulsarMessageId) -> None:
+    def __init__(
+        self,
+        first_chunk_id: PulsarMessageId,
+        last_chunk_id: PulsarMessageId,
+        chunk_ids: tuple[PulsarMessageId, ...] = (),
+    ) -> None:
         super().__init__(last_chunk_id.ledger_id, last_chunk_id.entry_id, last_chunk_id.partition)
         self.first_chunk_id = first_chunk_id
+        self.chunk_ids = chunk_ids or (first_chunk_id, self.last_chunk_id)
 
     @property
     def last_chunk_id(self) -> PulsarMessageId:
@@ -167,7 +181,7 @@ class ChunkMessageId(PulsarMessageId):
     def __repr__(self) -> str:
         return f"ChunkMessageId({self.first_chunk_id!r}, {self.last_chunk_id!r})"
 
-    def __str__(self) -> str:  # the official clients' text form: first chunk, then last
+    def __str__(self) -> str:  # the official clients' text form: first chunk; last chunk
         return f"{self.first_chunk_id};{self.last_chunk_id}"
 
 
