@@ -312,6 +312,14 @@ class ProducerOptions:
             "False while batching_enabled is True (batching and chunking are exclusive: "
             "set batching_enabled=False to chunk)",
         )
+        # The official clients encrypt each chunk on its own (docs/encryption.md); this
+        # client encrypts whole entries only, so it does not chunk encrypted messages.
+        check(
+            not (self.chunking_enabled and self.encryption_keys),
+            "chunking_enabled",
+            self.chunking_enabled,
+            "False with encryption_keys (encrypted messages are not chunked)",
+        )
         if self.initial_sequence_id is not None:
             check(
                 isinstance(self.initial_sequence_id, int)

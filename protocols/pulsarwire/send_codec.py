@@ -270,7 +270,8 @@ class SendEncoder:
     ) -> bytes:
         """One SEND frame per chunk, concatenated: as the Java client, every chunk has the
         message's sequence id, its uuid (producer name and sequence id), its index, the
-        count and the whole (compressed, encrypted) size; the broker receipts each."""
+        count and the whole (compressed) size; the broker receipts each. (ProducerOptions
+        refuses chunking with encryption: the official clients encrypt each chunk.)"""
         metadata.uuid = f"{self.producer_name}-{send.sequence_id}"
         metadata.total_chunk_msg_size = len(payload)
         # Metadata counts toward the broker's limit: measure it with its widest chunk fields.
