@@ -259,3 +259,22 @@ async def test_max_pending_chunked_message(
             assert _pending_chunked(again) == 0
         else:
             await wait_until(lambda: _pending_chunked(again) == 1, "the partial, redelivered")
+
+
+async def test_compressed_chunks_round_trip(pulsar_broker: PulsarBroker, topic: str) -> None:
+    big = _rng.randbytes(4 * CHUNK) + b"z" * (8 * CHUNK)  # compressed, still 4+ chunks
+    async with msgclient.Client(pulsar_broker.service_url) as client:
+        consumer = await _subscribe(client, topic)
+        producer = await client.create_producer(
+            topic,
+            batching_enabled=False,
+            chunking_enabled=True,
+            chunk_max_message_size=CHUNK,
+            compression_type=msgclient.CompressionType.LZ4,
+        )
+        await within(producer.send(big))
+        message = await consumer.receive(timeout_millis=10_000)
+
+    assert message.data() == big
+    received = message.message_id()
+    assert isinstance(received, ChunkMessageId) and 4 <= len(received.chunk_ids) < 12
