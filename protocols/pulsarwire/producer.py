@@ -180,6 +180,8 @@ class PulsarProducerTransport(ProducerTransport):
         entry = receipt.message_id.entryId
         partition = self._partition
         sequence_id = receipt.sequence_id
+        if self._chunk_counts:
+            self._forget_chunked_before(sequence_id)
         if sequence_id in self._chunk_counts:
             received, first = self._chunk_receipts.get(
                 sequence_id, (0, PulsarMessageId(ledger, entry, partition))
@@ -203,6 +205,13 @@ class PulsarProducerTransport(ProducerTransport):
             return [PulsarMessageId(ledger, entry, partition, i, size) for i in range(size)]
 
         self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_ids)
+
+    def _forget_chunked_before(self, sequence_id: int) -> None:
+        """Receipts come in sequence order: a chunked message before this one that is
+        still counted failed (its send timed out), and no receipt will come for it."""
+        for stale in [s for s in self._chunk_counts if s < sequence_id]:
+            del self._chunk_counts[stale]
+            self._chunk_receipts.pop(stale, None)
 
     def on_send_error(self, error: pb.CommandSendError) -> None:
         exception = broker_error(error.error, error.message)

@@ -278,3 +278,26 @@ async def test_compressed_chunks_round_trip(pulsar_broker: PulsarBroker, topic: 
     assert message.data() == big
     received = message.message_id()
     assert isinstance(received, ChunkMessageId) and 4 <= len(received.chunk_ids) < 12
+
+
+async def test_a_timed_out_chunked_send_leaves_nothing_behind(
+    pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    """The transport counts a chunked message's receipts; one whose send timed out gets
+    none, and the next receipt (receipts come in order) drops its count."""
+    async with msgclient.Client(pulsar_broker.service_url) as client:
+        producer = await client.create_producer(
+            topic,
+            batching_enabled=False,
+            chunking_enabled=True,
+            chunk_max_message_size=CHUNK,
+            send_timeout_millis=300,
+        )
+        held = HeldFrames(producer)
+        doomed = await producer.send_async(_rng.randbytes(3 * CHUNK))
+        held.write(held.chunks(0)[:1])
+        with pytest.raises(msgclient.SendTimeoutError):
+            await within(doomed)
+        del held.transport.write  # writes go to the connection again
+        assert await within(producer.send(b"small")) is not None
+        assert held.transport._chunk_counts == {}
