@@ -110,7 +110,10 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._durable = options.subscription_mode is SubscriptionMode.Durable
         self._connection: PulsarConnection | None = None
         self._ackers = BatchAckers()
-        self._start = _pulsar_id(options.start_message_id) if options.start_message_id else None
+        start = _pulsar_id(options.start_message_id) if options.start_message_id else None
+        if isinstance(start, ChunkMessageId) and options.start_message_id_inclusive:
+            start = start.first_chunk_id  # the whole chunked message, as the Java reader
+        self._start = start
         self._start_inclusive = options.start_message_id_inclusive
         self._skip_from: PulsarMessageId | None = None  # armed for the first dispatch
         self._seeking = False

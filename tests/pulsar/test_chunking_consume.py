@@ -301,3 +301,22 @@ async def test_a_timed_out_chunked_send_leaves_nothing_behind(
         del held.transport.write  # writes go to the connection again
         assert await within(producer.send(b"small")) is not None
         assert held.transport._chunk_counts == {}
+
+
+@pytest.mark.parametrize("inclusive", [True, False], ids=["inclusive", "exclusive"])
+async def test_a_reader_starts_at_a_chunked_message(
+    pulsar_broker: PulsarBroker, topic: str, inclusive: bool
+) -> None:
+    """Inclusive: the whole message, from its first chunk; exclusive: what follows its
+    last. Two chunks: readers are Exclusive, where pulsar-lite dispatches the chunks of
+    3+ more than once (brokers.md)."""
+    whole = _rng.randbytes(CHUNK + CHUNK // 2)
+    async with msgclient.Client(pulsar_broker.service_url) as client:
+        producer = await _chunking_producer(client, topic)
+        chunked_id = await within(producer.send(whole))
+        assert isinstance(chunked_id, ChunkMessageId)
+        await within(producer.send(b"after"))
+        reader = await client.create_reader(topic, chunked_id, start_message_id_inclusive=inclusive)
+        first = await within(reader.read_next())
+        await reader.close()
+    assert first.data() == (whole if inclusive else b"after")
