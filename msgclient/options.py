@@ -290,6 +290,11 @@ class ProducerOptions:
     crypto_key_reader: CryptoKeyReader | None = attrs.field(
         default=None, validator=optional_instance(CryptoKeyReader)
     )
+    # Chunking (docs/producer.md): a message over the broker's max message size (or over
+    # chunk_max_message_size when set; 0 = the broker's) goes as several entries that the
+    # consumer reassembles. Exclusive with batching, as in the Java client.
+    chunking_enabled: bool = attrs.field(default=False, validator=is_bool)
+    chunk_max_message_size: int = attrs.field(default=0, validator=int_at_least(0))
     # -- Kafka only (the Pulsar adapter ignores these) --
     # acks: 0 (no answer), 1 (the leader), -1 (all in-sync replicas, Kafka's "all")
     acks: int = attrs.field(default=-1, validator=one_of(0, 1, -1))
@@ -303,6 +308,21 @@ class ProducerOptions:
     transaction_timeout_ms: int = attrs.field(default=60_000, validator=int_at_least(1))
 
     def __attrs_post_init__(self) -> None:
+        check(
+            not (self.chunking_enabled and self.batching_enabled),
+            "chunking_enabled",
+            self.chunking_enabled,
+            "False while batching_enabled is True (batching and chunking are exclusive: "
+            "set batching_enabled=False to chunk)",
+        )
+        # The official clients encrypt each chunk on its own (docs/encryption.md); this
+        # client encrypts whole entries only, so it does not chunk encrypted messages.
+        check(
+            not (self.chunking_enabled and self.encryption_keys),
+            "chunking_enabled",
+            self.chunking_enabled,
+            "False with encryption_keys (encrypted messages are not chunked)",
+        )
         if self.initial_sequence_id is not None:
             check(
                 isinstance(self.initial_sequence_id, int)
@@ -580,6 +600,17 @@ class ConsumerOptions:
     )
     crypto_failure_action: ConsumerCryptoFailureAction = attrs.field(
         default=ConsumerCryptoFailureAction.FAIL, validator=member_of(ConsumerCryptoFailureAction)
+    )
+    # Chunked messages (docs/consumer.md), the Java client's defaults: at most this many
+    # incomplete ones kept (0: no bound), the oldest dropped beyond it (its chunks acked
+    # if auto_ack_oldest..., else left to be redelivered); one incomplete for longer than
+    # expire_time... ms is dropped and its chunks acked (0: never).
+    max_pending_chunked_message: int = attrs.field(default=10, validator=int_at_least(0))
+    auto_ack_oldest_chunked_message_on_queue_full: bool = attrs.field(
+        default=False, validator=is_bool
+    )
+    expire_time_of_incomplete_chunked_message: int = attrs.field(
+        default=60_000, validator=int_at_least(0)
     )
     # -- Kafka only (the Pulsar adapter ignores these) --
     session_timeout_ms: int = attrs.field(default=45_000, validator=int_at_least(1))

@@ -163,7 +163,7 @@ class Producer(AsyncClosing):
             value = b"" if value is None else _to_bytes(value)
         size = len(value)
         partitions = self._partitions
-        if size > partitions[0].max_message_size:
+        if size > partitions[0].max_message_size and not self._options.chunking_enabled:
             raise MessageTooBigError(
                 f"message of {size} bytes is over the broker's limit of "
                 f"{partitions[0].max_message_size} bytes (topic {self.topic})"

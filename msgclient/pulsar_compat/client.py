@@ -182,9 +182,9 @@ class Client:
         message_router: MessageRouter | None = None,
     ) -> Producer:
         """A producer on ``topic``, with the official defaults (batching off, 10 ms batch
-        delay, 1000 pending messages). ``chunking_enabled`` and
-        ``lazy_start_partitioned_producers`` are accepted with no effect (no chunking:
-        a message over the broker's limit fails with MessageTooBig; every partition's
+        delay, 1000 pending messages). ``chunking_enabled`` splits a message over the
+        broker's limit into chunks (with batching off, as the official client).
+        ``lazy_start_partitioned_producers`` is accepted with no effect (every partition's
         producer starts at once)."""
         check_type(str, topic, "topic")
         options, schema = producer_options(
@@ -246,10 +246,11 @@ class Client:
         compiled pattern matches (``re.compile('persistent://public/default/my-.*')``),
         listed again every ``pattern_auto_discovery_period`` seconds in the domains of
         ``regex_subscription_mode``. ``message_listener(consumer, message)`` runs on a
-        listener thread for each message (``receive`` is then not allowed). Accepted with
+        listener thread for each message (``receive`` is then not allowed).
+        ``max_pending_chunked_message`` and ``auto_ack_oldest_chunked_message_on_queue_full``
+        bound the chunked messages being reassembled, as the official client. Accepted with
         no effect: ``broker_consumer_stats_cache_time_ms``, ``is_read_compacted`` (the
-        whole topic is read), ``max_pending_chunked_message``,
-        ``auto_ack_oldest_chunked_message_on_queue_full``."""
+        whole topic is read)."""
         check_type(str, subscription_name, "subscription_name")
         if not isinstance(topic, str | list | re.Pattern):
             raise ValueError(

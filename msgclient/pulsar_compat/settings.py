@@ -93,6 +93,7 @@ def producer_options(
         "max_pending_messages_across_partitions": max_pending_messages_across_partitions,
         "block_if_queue_full": block_if_queue_full,
         "batching_enabled": batching_enabled,
+        "chunking_enabled": chunking_enabled,
         "batching_max_messages": batching_max_messages,
         "batching_max_allowed_size_in_bytes": batching_max_allowed_size_in_bytes,
         "batching_max_publish_delay_ms": batching_max_publish_delay_ms,
@@ -195,6 +196,10 @@ def consumer_options(
         "pattern_auto_discovery_period": pattern_auto_discovery_period,
         "regex_subscription_mode": to_msgclient(
             regex_subscription_mode, core.RegexSubscriptionMode
+        ),
+        "max_pending_chunked_message": max_pending_chunked_message,
+        "auto_ack_oldest_chunked_message_on_queue_full": (
+            auto_ack_oldest_chunked_message_on_queue_full
         ),
         **decryption_options(crypto_key_reader, crypto_failure_action),
         "schema": schema.schema_info(),

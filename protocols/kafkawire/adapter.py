@@ -146,6 +146,13 @@ class KafkaBackend(ProtocolBackend[KafkaSubscription]):
                 "options encryption_keys and crypto_key_reader are Pulsar only: msgclient does "
                 "not encrypt Kafka records (there is no agreed format for it)"
             )
+        if options.chunking_enabled:
+            # Kafka's large records go whole, up to max_request_size and the broker's
+            # message.max.bytes; Pulsar's chunk metadata has no Kafka counterpart.
+            raise NotSupportedError(
+                "option chunking_enabled is Pulsar only: msgclient does not chunk Kafka "
+                "records; raise max_request_size (and the topic's max.message.bytes) instead"
+            )
         base, _ = split_partition_name(topic)
         transactions = None
         if options.transactional_id is not None:

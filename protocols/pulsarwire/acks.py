@@ -16,7 +16,7 @@ from typing import cast
 
 from msgclient.contract import AckBatch
 from msgclient.message import MessageId
-from protocols.pulsarwire.message_id import UINT64_MASK, PulsarMessageId
+from protocols.pulsarwire.message_id import UINT64_MASK, ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 INDIVIDUAL = pb.CommandAck.Individual
@@ -198,6 +198,9 @@ def ack_commands(
         if index < 0:  # a whole entry (unbatched, or all of a batch at once)
             ackers.forget(message_id.ledger_id, message_id.entry_id)
             entries[message_id.ledger_id, message_id.entry_id] = _entry(message_id)
+            if type(message_id) is ChunkMessageId:  # and the entries of its other chunks
+                for chunk in message_id.chunk_ids:
+                    entries[chunk.ledger_id, chunk.entry_id] = _entry(chunk)
         else:
             run.append(index)
             last = message_id
@@ -253,7 +256,8 @@ def redeliver_commands(
     entries = list(
         dict.fromkeys(
             (i.ledger_id, i.entry_id, i.partition)
-            for i in (cast(PulsarMessageId, m) for m in message_ids)
+            for m in cast(list[PulsarMessageId], message_ids)
+            for i in (m.chunk_ids if type(m) is ChunkMessageId else (m,))
         )
     )
     commands = []

@@ -38,6 +38,7 @@ from protocols.pulsarwire.acks import (
     redeliver_commands,
 )
 from protocols.pulsarwire.connection import PulsarConnection
+from protocols.pulsarwire.consumer_chunks import ConsumerChunks
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_decryptor, undecrypted_message
 from protocols.pulsarwire.framing import (
@@ -46,7 +47,12 @@ from protocols.pulsarwire.framing import (
     Frame,
     encode_command,
 )
-from protocols.pulsarwire.message_id import EARLIEST, UINT64_MASK, PulsarMessageId
+from protocols.pulsarwire.message_id import (
+    EARLIEST,
+    UINT64_MASK,
+    ChunkMessageId,
+    PulsarMessageId,
+)
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
 from protocols.pulsarwire.schema import schema_command
@@ -104,13 +110,19 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._durable = options.subscription_mode is SubscriptionMode.Durable
         self._connection: PulsarConnection | None = None
         self._ackers = BatchAckers()
-        self._start = _pulsar_id(options.start_message_id) if options.start_message_id else None
+        start = _pulsar_id(options.start_message_id) if options.start_message_id else None
+        if isinstance(start, ChunkMessageId) and options.start_message_id_inclusive:
+            start = start.first_chunk_id  # the whole chunked message, as the Java reader
+        self._start = start
         self._start_inclusive = options.start_message_id_inclusive
         self._skip_from: PulsarMessageId | None = None  # armed for the first dispatch
         self._seeking = False
         self._max_entry_size = DEFAULT_MAX_FRAME_SIZE  # until CONNECTED says otherwise
         reader = options.crypto_key_reader
         self._decryptor = None if reader is None else make_decryptor(reader)
+        self._chunks = ConsumerChunks(
+            topic, partition, options, self._ack_chunks, self._redeliver_after_ack_timeout
+        )
 
     # -- ConsumerTransport --------------------------------------------------------------
 
@@ -121,6 +133,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         request_id = connection.new_request_id()
         command = pb.BaseCommand(type=Type.SUBSCRIBE, subscribe=self._subscribe(request_id))
         self._skip_from = None if self._durable else self._start
+        self._chunks.clear()  # the broker sends the unacknowledged chunks again
         # Registered first: a dispatch may follow the answer in the same packet. Connected
         # first too, for the writes on_message makes (FLOW, discarding acks).
         session.consumers[self.consumer_id] = self
@@ -192,6 +205,8 @@ class PulsarConsumerTransport(ConsumerTransport):
         seek = pb.CommandSeek(consumer_id=self.consumer_id, request_id=request_id)
         if isinstance(position, MessageId):
             target = _pulsar_id(position)
+            if isinstance(target, ChunkMessageId):  # as the Java client: at its first chunk
+                target = target.first_chunk_id
             seek.message_id.CopyFrom(self._seek_position(target))
         else:
             target = EARLIEST  # as the Java client: the broker finds the time, not us
@@ -253,6 +268,7 @@ class PulsarConsumerTransport(ConsumerTransport):
 
     async def close(self) -> None:
         self._ackers.clear()
+        self._chunks.clear()
         connection, self._connection = self._connection, None
         if connection is None or not connection.is_open:
             return
@@ -272,10 +288,25 @@ class PulsarConsumerTransport(ConsumerTransport):
     # -- from the session ---------------------------------------------------------------
 
     def on_message(self, frame: Frame) -> None:
+        chunk_ids = None
+        max_size = self._max_entry_size
+        metadata = frame.metadata
+        if (
+            metadata is not None
+            and metadata.num_chunks_from_msg > 1
+            and frame.checksum_error is None  # else discarded as any corrupt entry
+        ):
+            assembled = self._chunks.on_chunk(frame)
+            if assembled is None:
+                self.flow(1)  # the core never sees this entry: its permit comes back
+                return
+            frame, chunk_ids = assembled
+            # The whole may decompress to more than one entry holds: bounded by its chunks.
+            max_size *= len(chunk_ids)
         decrypted = True
         try:
             messages = decode_entry(
-                frame, self._topic, self._partition, self._max_entry_size, self._decryptor
+                frame, self._topic, self._partition, max_size, self._decryptor, chunk_ids
             )
         except CryptoError as error:
             messages = self._decryption_failed(frame, error)
@@ -411,24 +442,39 @@ class PulsarConsumerTransport(ConsumerTransport):
         # with an ack timeout, after the timeout too (the official consumer puts it in its
         # ack-timeout tracker), so it is tried again once the key may be there.
         log.error("%s not delivered (crypto_failure_action FAIL): %s", where, error)
+        self._redeliver_after_ack_timeout(
+            [PulsarMessageId(message_id.ledgerId, message_id.entryId, self._partition)]
+        )
+        return []
+
+    def _redeliver_after_ack_timeout(self, message_ids: Sequence[MessageId]) -> None:
+        """Entries not delivered, left unacknowledged: with an ack timeout the broker is
+        asked for them again after it (the official consumer tracks them there)."""
         timeout_ms = self._options.unacked_messages_timeout_ms
         if timeout_ms:
-            again: list[MessageId] = [
-                PulsarMessageId(message_id.ledgerId, message_id.entryId, self._partition)
-            ]
+            again = list(message_ids)
             asyncio.get_running_loop().call_later(timeout_ms / 1000, self.redeliver, again)
-        return []
+
+    def _ack_chunks(self, chunk_ids: list[PulsarMessageId]) -> None:
+        """Acknowledge the chunks of a message dropped incomplete."""
+        self._ack_entries([i.to_proto() for i in chunk_ids], None)
 
     def _ack_invalid(
         self, message_id: pb.MessageIdData, reason: pb.CommandAck.ValidationError.ValueType
     ) -> None:
         """Acknowledge an entry that is not delivered, saying why."""
-        ack = pb.CommandAck(
-            consumer_id=self.consumer_id,
-            ack_type=INDIVIDUAL,
-            message_id=[pb.MessageIdData(ledgerId=message_id.ledgerId, entryId=message_id.entryId)],
-            validation_error=reason,
+        self._ack_entries(
+            [pb.MessageIdData(ledgerId=message_id.ledgerId, entryId=message_id.entryId)], reason
         )
+
+    def _ack_entries(
+        self,
+        entries: list[pb.MessageIdData],
+        reason: pb.CommandAck.ValidationError.ValueType | None,
+    ) -> None:
+        ack = pb.CommandAck(consumer_id=self.consumer_id, ack_type=INDIVIDUAL, message_id=entries)
+        if reason is not None:
+            ack.validation_error = reason
         if self._connection is not None:
             self._connection.write(encode_command(pb.BaseCommand(type=Type.ACK, ack=ack)))
 

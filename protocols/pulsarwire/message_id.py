@@ -68,6 +68,12 @@ class PulsarMessageId(MessageId):
     def _sort_key(self) -> tuple[int, ...]:
         return (self.ledger_id, self.entry_id, self.partition, self.batch_index)
 
+    def __lt__(self, other: object) -> bool:
+        # A chunked message's id orders among the others as its last chunk.
+        if not isinstance(other, PulsarMessageId):
+            return NotImplemented
+        return self._sort_key() < other._sort_key()
+
     def __hash__(self) -> int:
         return hash((self.ledger_id, self.entry_id, self.partition, self.batch_index))
 
@@ -96,6 +102,11 @@ class PulsarMessageId(MessageId):
 
     @classmethod
     def from_proto(cls, data: pb.MessageIdData) -> PulsarMessageId:
+        if data.HasField("first_chunk_message_id"):
+            return ChunkMessageId(
+                PulsarMessageId.from_proto(data.first_chunk_message_id),
+                PulsarMessageId(_signed(data.ledgerId), _signed(data.entryId), data.partition),
+            )
         return cls(
             _signed(data.ledgerId),
             _signed(data.entryId),
@@ -126,6 +137,52 @@ class PulsarMessageId(MessageId):
 
     def __str__(self) -> str:  # the official clients' text form
         return f"({self.ledger_id},{self.entry_id},{self.partition},{self.batch_index})"
+
+
+class ChunkMessageId(PulsarMessageId):
+    """The id of a chunked message: its last chunk's position, and its first chunk's.
+
+    As the official clients' ChunkMessageIdImpl: it compares and acknowledges cumulatively
+    as the last chunk, serializes as the last chunk's MessageIdData with
+    ``first_chunk_message_id`` set, and a seek to it starts at the first chunk.
+    ``chunk_ids`` (all the chunks, when received here; else the first and the last) are
+    what an individual ack or a redelivery covers.
+    """
+
+    __slots__ = ("chunk_ids", "first_chunk_id")
+
+    def __init__(
+        self,
+        first_chunk_id: PulsarMessageId,
+        last_chunk_id: PulsarMessageId,
+        chunk_ids: tuple[PulsarMessageId, ...] = (),
+    ) -> None:
+        super().__init__(last_chunk_id.ledger_id, last_chunk_id.entry_id, last_chunk_id.partition)
+        self.first_chunk_id = first_chunk_id
+        self.chunk_ids = chunk_ids or (first_chunk_id, self.last_chunk_id)
+
+    @property
+    def last_chunk_id(self) -> PulsarMessageId:
+        return PulsarMessageId(self.ledger_id, self.entry_id, self.partition)
+
+    def to_proto(self) -> pb.MessageIdData:
+        data = super().to_proto()
+        data.first_chunk_message_id.CopyFrom(self.first_chunk_id.to_proto())
+        return data
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ChunkMessageId:
+            return NotImplemented
+        return self._sort_key() == other._sort_key() and self.first_chunk_id == other.first_chunk_id
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
+    def __repr__(self) -> str:
+        return f"ChunkMessageId({self.first_chunk_id!r}, {self.last_chunk_id!r})"
+
+    def __str__(self) -> str:  # the official clients' text form: first chunk; last chunk
+        return f"{self.first_chunk_id};{self.last_chunk_id}"
 
 
 EARLIEST = PulsarMessageId(-1, -1)

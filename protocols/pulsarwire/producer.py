@@ -15,7 +15,7 @@ from protocols.pulsarwire.connection import PulsarConnection
 from protocols.pulsarwire.context import PulsarContext
 from protocols.pulsarwire.encryption import make_encryptor
 from protocols.pulsarwire.framing import DEFAULT_MAX_MESSAGE_SIZE, MESSAGE_SIZE_FRAME_PADDING
-from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.message_id import ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.schema import schema_command
 from protocols.pulsarwire.send_codec import SendEncoder
@@ -53,6 +53,11 @@ class PulsarProducerTransport(ProducerTransport):
             assert options.crypto_key_reader is not None  # ProducerOptions checked it
             encryptor = make_encryptor(options.encryption_keys, options.crypto_key_reader)
         self._encoder = SendEncoder(self.producer_id, options.compression_type, codec, encryptor)
+        # Chunked messages' sequence ids -> their chunk count, and the receipts of their
+        # first chunks so far: (count, first chunk's id). The core sees one receipt, the
+        # last chunk's.
+        self._chunk_counts: dict[int, int] = {}
+        self._chunk_receipts: dict[int, tuple[int, PulsarMessageId]] = {}
         self._connection: PulsarConnection | None = None
         self._epoch = 0
         # The topic's epoch the broker gave an exclusive producer: sent again on reconnect,
@@ -116,6 +121,10 @@ class PulsarProducerTransport(ProducerTransport):
             self._topic_epoch = success.topic_epoch
         self._connection = connection
         self._max_message_size = session.max_message_size
+        if self._options.chunking_enabled:
+            limit = self._options.chunk_max_message_size or session.max_message_size
+            self._encoder.chunk_limit = min(limit, session.max_message_size)
+        self._chunk_receipts.clear()  # everything pending is written again, from its start
         return ProducerRegistration(
             producer_name=success.producer_name,
             last_sequence_id=success.last_sequence_id,
@@ -125,6 +134,9 @@ class PulsarProducerTransport(ProducerTransport):
 
     def encode(self, op: OpSend) -> bytes:
         frame = self._encoder.encode(op)
+        if self._encoder.chunks > 1:
+            self._chunk_counts[op.sequence_id] = self._encoder.chunks
+            return frame  # each chunk is under the limit
         limit = self._max_message_size + MESSAGE_SIZE_FRAME_PADDING
         if len(frame) > limit:
             raise MessageTooBigError(
@@ -167,6 +179,24 @@ class PulsarProducerTransport(ProducerTransport):
         ledger = receipt.message_id.ledgerId
         entry = receipt.message_id.entryId
         partition = self._partition
+        sequence_id = receipt.sequence_id
+        if self._chunk_counts:
+            self._forget_chunked_before(sequence_id)
+        if sequence_id in self._chunk_counts:
+            received, first = self._chunk_receipts.get(
+                sequence_id, (0, PulsarMessageId(ledger, entry, partition))
+            )
+            received += 1
+            if received < self._chunk_counts[sequence_id]:
+                self._chunk_receipts[sequence_id] = (received, first)
+                return
+            del self._chunk_counts[sequence_id]
+            self._chunk_receipts.pop(sequence_id, None)
+            last = PulsarMessageId(ledger, entry, partition)
+            self._events.on_receipt(
+                sequence_id, receipt.highest_sequence_id, lambda op: [ChunkMessageId(first, last)]
+            )
+            return
 
         def message_ids(op: OpSend) -> list[MessageId]:
             if not op.is_batch:
@@ -175,6 +205,13 @@ class PulsarProducerTransport(ProducerTransport):
             return [PulsarMessageId(ledger, entry, partition, i, size) for i in range(size)]
 
         self._events.on_receipt(receipt.sequence_id, receipt.highest_sequence_id, message_ids)
+
+    def _forget_chunked_before(self, sequence_id: int) -> None:
+        """Receipts come in sequence order: a chunked message before this one that is
+        still counted failed (its send timed out), and no receipt will come for it."""
+        for stale in [s for s in self._chunk_counts if s < sequence_id]:
+            del self._chunk_counts[stale]
+            self._chunk_receipts.pop(stale, None)
 
     def on_send_error(self, error: pb.CommandSendError) -> None:
         exception = broker_error(error.error, error.message)

@@ -28,7 +28,7 @@ from protocols.pulsarwire.batch_entry import BatchEntry, RecordDetails
 from protocols.pulsarwire.compression import get_codec
 from protocols.pulsarwire.encryption import decrypt_entry, decrypted_messages
 from protocols.pulsarwire.framing import DEFAULT_MAX_FRAME_SIZE, Frame
-from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.message_id import ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
@@ -45,6 +45,7 @@ def decode_entry(
     partition: int,
     max_size: int = DEFAULT_MAX_FRAME_SIZE,
     decryptor: MessageDecryptor | None = None,
+    chunk_ids: list[PulsarMessageId] | None = None,
 ) -> Sequence[Message]:
     """The messages of one MESSAGE frame, minus batch indexes its ack set marks as acked
     (a batch entry as a BatchEntry: columns, Messages made on access).
@@ -53,7 +54,9 @@ def decode_entry(
     and the frame padding), whatever its metadata declares: a payload that claims to
     decompress to more, or a batch that claims more records than its bytes can hold, is
     refused before anything is allocated for it. An encrypted entry is decrypted first
-    (CryptoError when it cannot be), and its messages say how it was encrypted."""
+    (CryptoError when it cannot be), and its messages say how it was encrypted.
+    ``chunk_ids``: the frame is a reassembled chunked message (chunks.py), of those
+    chunks; its message id is a ChunkMessageId."""
     if frame.checksum_error is not None:
         raise frame.checksum_error
     metadata = frame.metadata
@@ -62,9 +65,10 @@ def decode_entry(
     if metadata.encryption_keys:  # end-to-end encrypted: decrypted before decompressing
         payload = decrypt_entry(metadata, frame.payload, decryptor)
         return decrypted_messages(
-            _entry_messages(frame, metadata, payload, topic, partition, max_size), metadata
+            _entry_messages(frame, metadata, payload, topic, partition, max_size, chunk_ids),
+            metadata,
         )
-    return _entry_messages(frame, metadata, frame.payload, topic, partition, max_size)
+    return _entry_messages(frame, metadata, frame.payload, topic, partition, max_size, chunk_ids)
 
 
 def _entry_messages(
@@ -74,6 +78,7 @@ def _entry_messages(
     topic: str,
     partition: int,
     max_size: int,
+    chunk_ids: list[PulsarMessageId] | None,
 ) -> Sequence[Message]:
     command = frame.command.message
     if metadata.compression != pb.NONE:
@@ -89,10 +94,15 @@ def _entry_messages(
     redelivery_count = command.redelivery_count
     schema_version = metadata.schema_version or None
     if not metadata.HasField("num_messages_in_batch"):
+        message_id = (
+            PulsarMessageId(ledger, entry, partition)
+            if chunk_ids is None
+            else ChunkMessageId(chunk_ids[0], chunk_ids[-1], tuple(chunk_ids))
+        )
         return [
             Message(
                 payload,
-                PulsarMessageId(ledger, entry, partition),
+                message_id,
                 topic,
                 _key(metadata),
                 metadata.ordering_key if metadata.HasField("ordering_key") else None,

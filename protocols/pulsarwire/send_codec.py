@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from msgclient.contract import OpSend, ValueColumns
 from msgclient.core.send.routing import pulsar_key
+from msgclient.errors import MessageTooBigError
 from msgclient.message import OutgoingMessage
 from msgclient.options import CompressionType
 from protocols.pulsarwire.compression import Codec
@@ -170,6 +171,7 @@ class SendEncoder:
         compression: CompressionType,
         codec: Codec | None,
         encryptor: MessageEncryptor | None = None,
+        chunk_limit: int | None = None,
     ) -> None:
         self.producer_id = producer_id
         self.producer_name = ""  # set by the broker at registration
@@ -177,6 +179,10 @@ class SendEncoder:
         self._compression = compression.value
         self._codec = codec
         self._encryptor = encryptor
+        # Chunking: the most bytes of one entry (metadata and payload; None: no chunking).
+        # Public: the limit follows the broker's max message size on registration.
+        self.chunk_limit = chunk_limit
+        self.chunks = 1  # how many entries the last op encoded went as
 
     def encode(self, op: OpSend) -> bytes:
         if op.columns is not None:
@@ -253,5 +259,38 @@ class SendEncoder:
             payload = self._codec.compress(payload)
         if self._encryptor is not None:  # after compression, as the official clients
             payload = encrypt_entry(metadata, payload, self._encryptor)
+        self.chunks = 1
+        if self.chunk_limit is not None and len(payload) > self.chunk_limit:
+            return self._chunked(send, metadata, payload, self.chunk_limit)
         command = pb.BaseCommand(type=pb.BaseCommand.SEND, send=send)
         return encode_payload_command(command, metadata.SerializeToString(), payload)
+
+    def _chunked(
+        self, send: pb.CommandSend, metadata: pb.MessageMetadata, payload: bytes, limit: int
+    ) -> bytes:
+        """One SEND frame per chunk, concatenated: as the Java client, every chunk has the
+        message's sequence id, its uuid (producer name and sequence id), its index, the
+        count and the whole (compressed) size; the broker receipts each. (ProducerOptions
+        refuses chunking with encryption: the official clients encrypt each chunk.)"""
+        metadata.uuid = f"{self.producer_name}-{send.sequence_id}"
+        metadata.total_chunk_msg_size = len(payload)
+        # Metadata counts toward the broker's limit: measure it with its widest chunk fields.
+        metadata.num_chunks_from_msg = metadata.chunk_id = len(payload)
+        size = limit - metadata.ByteSize()
+        if size <= 0:
+            raise MessageTooBigError(
+                f"a chunk's metadata of {metadata.ByteSize()} bytes leaves no room for "
+                f"payload under the chunk limit of {limit} bytes"
+            )
+        count = -(-len(payload) // size)
+        metadata.num_chunks_from_msg = count
+        send.is_chunk = True
+        command = pb.BaseCommand(type=pb.BaseCommand.SEND, send=send)
+        view = memoryview(payload)
+        frames = []
+        for index in range(count):
+            metadata.chunk_id = index
+            part = bytes(view[index * size : (index + 1) * size])
+            frames.append(encode_payload_command(command, metadata.SerializeToString(), part))
+        self.chunks = count
+        return b"".join(frames)

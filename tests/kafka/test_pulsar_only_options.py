@@ -48,6 +48,12 @@ async def test_a_producer_schema_is_refused(kafka_broker: KafkaBroker, topic: st
             await client.create_producer(topic, schema=SCHEMA)
 
 
+async def test_chunking_is_refused(kafka_broker: KafkaBroker, topic: str) -> None:
+    async with msgclient.Client(kafka_broker.service_url) as client:
+        with pytest.raises(NotSupportedError, match="option chunking_enabled is Pulsar only"):
+            await client.create_producer(topic, batching_enabled=False, chunking_enabled=True)
+
+
 async def test_a_consumer_schema_is_refused(kafka_broker: KafkaBroker, topic: str) -> None:
     async with msgclient.Client(kafka_broker.service_url) as client:
         with pytest.raises(NotSupportedError, match="option schema is Pulsar only"):

@@ -82,11 +82,11 @@ def compressions_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
 
     def recording_decode(
-        frame: Frame, topic: str, partition: int, max_size: int, decryptor: Any
+        frame: Frame, topic: str, partition: int, max_size: int, decryptor: Any, chunk_ids: Any
     ) -> Sequence[msgclient.Message]:
         assert frame.metadata is not None
         seen.append(frame.metadata.compression)
-        return decode_entry(frame, topic, partition, max_size, decryptor)
+        return decode_entry(frame, topic, partition, max_size, decryptor, chunk_ids)
 
     monkeypatch.setattr(pulsarwire_consumer, "decode_entry", recording_decode)
     return seen
