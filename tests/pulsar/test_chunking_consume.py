@@ -212,11 +212,13 @@ async def test_incomplete_message_expires(pulsar_broker: PulsarBroker, topic: st
     url = pulsar_broker.service_url
     whole = _rng.randbytes(3 * CHUNK)
     async with msgclient.Client(url) as client:
-        consumer = await _subscribe(client, topic, expire_time_of_incomplete_chunked_message=300)
+        # The expiry well past the producer's send timeout (300 ms): with the two equal,
+        # the partial message could expire before the test saw it held.
+        consumer = await _subscribe(client, topic, expire_time_of_incomplete_chunked_message=1500)
         doomed = await _send_partial(client, topic, _rng.randbytes(5 * CHUNK), 2)
+        await wait_until(lambda: _pending_chunked(consumer) == 1, "the partial chunks")
         with pytest.raises(msgclient.SendTimeoutError):
             await within(doomed)  # the whole message's future fails, typed
-        await wait_until(lambda: _pending_chunked(consumer) == 1, "the partial chunks")
         producer = await _chunking_producer(client, topic)  # the producer "restarted"
         await within(producer.send(whole))
         message = await consumer.receive(timeout_millis=10_000)
