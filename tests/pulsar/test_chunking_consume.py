@@ -90,6 +90,7 @@ class HeldFrames:
     def __init__(self, producer: msgclient.Producer) -> None:
         transport = producer._partitions[0]._transport
         assert isinstance(transport, PulsarProducerTransport)
+        self.producer = producer
         self.transport = transport
         self.held: list[bytes] = []
         transport.write = lambda op: self.held.append(op.frame)  # type: ignore[method-assign]
@@ -142,6 +143,14 @@ async def _send_partial(
 ) -> asyncio.Future[msgclient.MessageId]:
     """A producer that writes only the first ``chunks`` chunks of ``payload``, as one dying
     mid-message would; its send times out (0.3 s)."""
+    _, doomed = await _partial_send(client, topic, payload, chunks)
+    return doomed
+
+
+async def _partial_send(
+    client: msgclient.Client, topic: str, payload: bytes, chunks: int
+) -> tuple[HeldFrames, asyncio.Future[msgclient.MessageId]]:
+    """``_send_partial``, with the producer's held frames."""
     producer = await client.create_producer(
         topic,
         batching_enabled=False,
@@ -152,7 +161,7 @@ async def _send_partial(
     held = HeldFrames(producer)
     doomed = await producer.send_async(payload)
     held.write(held.chunks(0)[:chunks])
-    return doomed
+    return held, doomed
 
 
 async def _after_reconnect(url: str, topic: str, **options: Any) -> msgclient.Message | None:
@@ -288,20 +297,11 @@ async def test_a_timed_out_chunked_send_leaves_nothing_behind(
     """The transport counts a chunked message's receipts; one whose send timed out gets
     none, and the next receipt (receipts come in order) drops its count."""
     async with msgclient.Client(pulsar_broker.service_url) as client:
-        producer = await client.create_producer(
-            topic,
-            batching_enabled=False,
-            chunking_enabled=True,
-            chunk_max_message_size=CHUNK,
-            send_timeout_millis=300,
-        )
-        held = HeldFrames(producer)
-        doomed = await producer.send_async(_rng.randbytes(3 * CHUNK))
-        held.write(held.chunks(0)[:1])
+        held, doomed = await _partial_send(client, topic, _rng.randbytes(3 * CHUNK), 1)
         with pytest.raises(msgclient.SendTimeoutError):
             await within(doomed)
         del held.transport.write  # writes go to the connection again
-        assert await within(producer.send(b"small")) is not None
+        assert await within(held.producer.send(b"small")) is not None
         assert held.transport._chunk_counts == {}
 
 
