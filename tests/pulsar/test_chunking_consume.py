@@ -140,17 +140,9 @@ async def test_interleaved_chunks_of_two_producers(pulsar_broker: PulsarBroker, 
 
 async def _send_partial(
     client: msgclient.Client, topic: str, payload: bytes, chunks: int
-) -> asyncio.Future[msgclient.MessageId]:
-    """A producer that writes only the first ``chunks`` chunks of ``payload``, as one dying
-    mid-message would; its send times out (0.3 s)."""
-    _, doomed = await _partial_send(client, topic, payload, chunks)
-    return doomed
-
-
-async def _partial_send(
-    client: msgclient.Client, topic: str, payload: bytes, chunks: int
 ) -> tuple[HeldFrames, asyncio.Future[msgclient.MessageId]]:
-    """``_send_partial``, with the producer's held frames."""
+    """A producer that writes only the first ``chunks`` chunks of ``payload``, as one dying
+    mid-message would (its held frames, and the send, which times out in 0.3 s)."""
     producer = await client.create_producer(
         topic,
         batching_enabled=False,
@@ -224,7 +216,7 @@ async def test_incomplete_message_expires(pulsar_broker: PulsarBroker, topic: st
         # The expiry well past the producer's send timeout (300 ms): with the two equal,
         # the partial message could expire before the test saw it held.
         consumer = await _subscribe(client, topic, expire_time_of_incomplete_chunked_message=1500)
-        doomed = await _send_partial(client, topic, _rng.randbytes(5 * CHUNK), 2)
+        _, doomed = await _send_partial(client, topic, _rng.randbytes(5 * CHUNK), 2)
         await wait_until(lambda: _pending_chunked(consumer) == 1, "the partial chunks")
         with pytest.raises(msgclient.SendTimeoutError):
             await within(doomed)  # the whole message's future fails, typed
@@ -251,7 +243,7 @@ async def test_max_pending_chunked_message(
     }
     async with msgclient.Client(url) as client:
         consumer = await _subscribe(client, topic, **options)
-        doomed = await _send_partial(client, topic, _rng.randbytes(5 * CHUNK), 2)
+        _, doomed = await _send_partial(client, topic, _rng.randbytes(5 * CHUNK), 2)
         await wait_until(lambda: _pending_chunked(consumer) == 1, "the partial chunks")
         producer = await _chunking_producer(client, topic)
         await within(producer.send(whole))  # its first chunk pushes the partial one out
@@ -297,7 +289,7 @@ async def test_a_timed_out_chunked_send_leaves_nothing_behind(
     """The transport counts a chunked message's receipts; one whose send timed out gets
     none, and the next receipt (receipts come in order) drops its count."""
     async with msgclient.Client(pulsar_broker.service_url) as client:
-        held, doomed = await _partial_send(client, topic, _rng.randbytes(3 * CHUNK), 1)
+        held, doomed = await _send_partial(client, topic, _rng.randbytes(3 * CHUNK), 1)
         with pytest.raises(msgclient.SendTimeoutError):
             await within(doomed)
         del held.transport.write  # writes go to the connection again
