@@ -126,6 +126,7 @@ class OpSend:
 
     __slots__ = (
         "callbacks",
+        "chunks",
         "columns",
         "count",
         "created_at",
@@ -156,6 +157,9 @@ class OpSend:
         self.frame = b""  # the encoded frame, kept to resend after a reconnect
         self.columns: ValueColumns | None = None
         self.is_bulk = False
+        # How many broker messages the op went out as: a chunked message's chunk count
+        # (set by the transport's encode). Each holds a pending-message permit.
+        self.chunks = 1
 
     @classmethod
     def of_columns(
@@ -181,7 +185,13 @@ class OpSend:
         op.sequence_id = first_sequence_id
         op.highest_sequence_id = first_sequence_id + op.count - 1
         op.frame = b""
+        op.chunks = 1
         return op
+
+    @property
+    def permits(self) -> int:
+        """The pending-message permits the op holds: one a message, one a chunk."""
+        return self.count + self.chunks - 1
 
     def encoded(self, frame: bytes) -> None:
         """The frame holds the messages now: keep it, drop them (and their payloads)."""
@@ -251,7 +261,8 @@ class ProducerTransport(ABC):
 
     @abstractmethod
     def encode(self, op: OpSend) -> bytes:
-        """The wire frame for ``op`` (compressed as configured); called once per op."""
+        """The wire frame for ``op`` (compressed as configured); called once per op. A
+        message that goes as several broker messages (chunks) sets ``op.chunks``."""
 
     @abstractmethod
     def write(self, op: OpSend) -> None:

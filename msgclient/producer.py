@@ -178,17 +178,38 @@ class Producer(AsyncClosing):
                 value, future, None, None, None, None, None, None, callback, None, null_value
             )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
+        if self._options.chunking_enabled:
+            await self._send_chunkable(message, producer, transaction, self._block)
+            return future
         pending = producer.pending_messages
         if not pending.try_acquire(1):
-            await self._wait_for_slot(pending, producer.topic)
+            await self._wait_for_slot(pending, producer.topic, self._block)
         if not self._memory.try_acquire(size):
-            await self._wait_for_memory(pending, size)
+            await self._wait_for_memory(pending, size, self._block)
         if transaction is not None and transaction.state is not TransactionState.OPEN:
-            pending.release(1)  # the transaction ended while the send waited for room
-            self._memory.release(size)
-            transaction.check_open("send")  # raises
+            _ended_while_waiting(transaction, pending, self._memory, 1, size)
         self._batch_closed = producer.enqueue(message)
         return future
+
+    async def _send_chunkable(
+        self,
+        message: OutgoingMessage,
+        producer: PartitionProducer,
+        transaction: Transaction | None,
+        block: bool,
+    ) -> None:
+        """``send_async``'s end on a chunking producer (it does not batch): the message
+        may go as chunks, each holding a pending-message permit (``enqueue_chunkable``).
+        ``block``: wait for room, else fail fast."""
+        size = len(message.value)
+        pending = producer.pending_messages
+        if not pending.try_acquire(1):
+            await self._wait_for_slot(pending, producer.topic, block)
+        if not self._memory.try_acquire(size):
+            await self._wait_for_memory(pending, size, block)
+        if transaction is not None and transaction.state is not TransactionState.OPEN:
+            _ended_while_waiting(transaction, pending, self._memory, 1, size)
+        await producer.enqueue_chunkable(message, block)
 
     async def send_many(
         self,
@@ -237,6 +258,8 @@ class Producer(AsyncClosing):
         ``send_async``.
         ``partition``: every value to this partition of a partitioned topic (0 on a topic
         of one), whatever the keys and the routing mode say.
+        A chunking producer (``chunking_enabled``: it does not batch) sends each value as
+        ``send_async`` does, in chunks when over the broker's limit.
         """
         if self._closing:
             raise AlreadyClosedError(f"producer on {self.topic} is closed")
@@ -270,6 +293,10 @@ class Producer(AsyncClosing):
             return nothing
         checked_keys = _key_column(keys, count)
         _check_columns(count, properties, event_timestamps)
+        if self._options.chunking_enabled:
+            return await self._send_each(
+                values, checked_keys, properties, event_timestamps, partition, transaction
+            )
         size_limit = partitions[0].max_message_size
         uniform_size = _uniform_size(values)
         if uniform_size is None:
@@ -312,26 +339,63 @@ class Producer(AsyncClosing):
                 producer.pending_messages.release(len(columns.values))
                 raise
             if transaction is not None and transaction.state is not TransactionState.OPEN:
-                producer.pending_messages.release(len(columns.values))
-                self._memory.release(size)
-                transaction.check_open("send")  # it ended meanwhile: raises
+                _ended_while_waiting(
+                    transaction, producer.pending_messages, self._memory, len(columns.values), size
+                )
             futures.append(producer.enqueue_columns(columns, size))
             await asyncio.sleep(0)  # the batch goes out while the next ones are cut
         taken_by_batch = [taken for _, taken, _, _ in batches]
         return asyncio.ensure_future(_confirmed(count, taken_by_batch, futures))
 
-    async def _wait_for_slot(self, pending: Limit, topic: str) -> None:
-        if not self._block:
+    async def _send_each(
+        self,
+        values: Sequence[bytes | None],
+        keys: Sequence[str | bytes | None] | None,
+        properties: Sequence[Mapping[str, str] | None] | None,
+        event_timestamps: Sequence[int | None] | None,
+        partition: int | None,
+        transaction: Transaction | None,
+    ) -> asyncio.Future[SentMessages]:
+        """``send_many_async`` on a chunking producer: chunking and batching exclusive,
+        there is no batch to fill, and each value goes as ``send_async`` sends it, in
+        chunks if over the limit."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[MessageId]] = []
+        for index, value in enumerate(values):
+            if value is not None and type(value) is not bytes:
+                _check_value(value, 0, self.topic)  # raises TypeError
+            future: asyncio.Future[MessageId] = loop.create_future()
+            message = OutgoingMessage(
+                b"" if value is None else value,
+                future,
+                partition_key=None if keys is None else keys[index],
+                properties=None if properties is None else properties[index],
+                event_timestamp=None if event_timestamps is None else event_timestamps[index],
+                null_value=value is None,
+            )
+            if partition is not None:
+                producer = self._partitions[partition]
+            elif self._router is None:
+                producer = self._partitions[0]
+            else:
+                producer = self._partitions[self._router(message)]
+            # As any bulk call, a stream: it waits for room (block_if_queue_full or not).
+            await self._send_chunkable(message, producer, transaction, block=True)
+            futures.append(future)
+        return asyncio.ensure_future(_each_confirmed(futures))
+
+    async def _wait_for_slot(self, pending: Limit, topic: str, block: bool) -> None:
+        if not block:
             raise ProducerQueueIsFullError(
                 f"{pending.capacity} messages pending on {topic} (max_pending_messages); "
                 "set block_if_queue_full=True to wait instead"
             )
         await pending.acquire(1)
 
-    async def _wait_for_memory(self, pending: Limit, size: int) -> None:
+    async def _wait_for_memory(self, pending: Limit, size: int, block: bool) -> None:
         """Wait for ``size`` bytes of the memory limit; the message slot is held meanwhile."""
         try:
-            if not self._block:
+            if not block:
                 raise MemoryBufferIsFullError(
                     f"the client's memory_limit of {self._memory.capacity} bytes is reached; "
                     "set block_if_queue_full=True to wait instead"
@@ -587,6 +651,26 @@ def _to_bytes(value: object) -> bytes:
         f"not {type(value).__name__}"
         + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
     )
+
+
+def _ended_while_waiting(
+    transaction: Transaction, pending: Limit, memory: Limit, permits: int, size: int
+) -> None:
+    """The transaction ended while a send waited for room: give the room back, raise."""
+    pending.release(permits)
+    memory.release(size)
+    transaction.check_open("send")  # raises
+
+
+async def _each_confirmed(futures: list[asyncio.Future[MessageId]]) -> SentMessages:
+    """The ids of a ``send_many_async`` call sent message by message, once all are
+    settled; the first failure's error if one failed."""
+    await asyncio.wait(futures)
+    for future in futures:
+        if future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
+    count = len(futures)
+    return SentMessages(count, [(range(count), lambda: [f.result() for f in futures])])
 
 
 async def _confirmed(

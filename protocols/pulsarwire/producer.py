@@ -135,8 +135,10 @@ class PulsarProducerTransport(ProducerTransport):
     def encode(self, op: OpSend) -> bytes:
         frame = self._encoder.encode(op)
         if self._encoder.chunks > 1:
-            self._chunk_counts[op.sequence_id] = self._encoder.chunks
+            op.chunks = self._chunk_counts[op.sequence_id] = self._encoder.chunks
             return frame  # each chunk is under the limit
+        if self._chunk_counts:  # a chunked message refused (no permits) left its id to this
+            self._chunk_counts.pop(op.sequence_id, None)
         limit = self._max_message_size + MESSAGE_SIZE_FRAME_PADDING
         if len(frame) > limit:
             raise MessageTooBigError(

@@ -119,3 +119,28 @@ def test_chunking_with_encryption_is_refused() -> None:
             encryption_keys=("key",),
             crypto_key_reader=msgclient.FileCryptoKeyReader("public.pem", "private.pem"),
         )
+
+
+async def test_each_chunk_counts_against_max_pending_messages(
+    pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    """A message of 3 chunks holds 3 of the 4 pending permits until the broker stored it:
+    a second one, sent before any receipt could arrive (no await yields to the loop
+    between the two calls), is refused; once the first is stored it passes."""
+    three_chunks = _rng.randbytes(2 * CHUNK + 1)
+    async with msgclient.Client(pulsar_broker.service_url) as client:
+        producer = await client.create_producer(
+            topic,
+            batching_enabled=False,
+            chunking_enabled=True,
+            chunk_max_message_size=CHUNK,
+            max_pending_messages=4,
+            block_if_queue_full=False,
+        )
+        first = await producer.send_async(three_chunks)
+        with pytest.raises(msgclient.ProducerQueueIsFullError, match="3 chunks needs 3 of the 4"):
+            await producer.send_async(three_chunks)
+        first_id = await within(first)
+        second_id = await within(producer.send(three_chunks))
+        assert producer.last_sequence_id == 1  # the refused message took no sequence id
+    assert isinstance(first_id, ChunkMessageId) and isinstance(second_id, ChunkMessageId)

@@ -11,6 +11,7 @@ import pytest
 
 import msgclient
 from msgclient.embedded import PulsarBroker
+from protocols.pulsarwire.message_id import ChunkMessageId
 from tests.pulsar.helpers import (
     assert_nothing_more,
     assert_same_id,
@@ -142,3 +143,36 @@ async def test_an_explicit_partition_takes_every_value(
         with pytest.raises(msgclient.InvalidConfigurationError, match="partition=3"):
             await producer.send_many([b"x"], partition=3)
     assert {i.partition for i in ids} == {1}  # type: ignore[attr-defined]
+
+
+async def test_a_chunking_producer_sends_each_value_and_chunks_the_big_ones(
+    pulsar_broker: PulsarBroker, topic: str
+) -> None:
+    """Chunking and batching are exclusive: send_many on a chunking producer sends value
+    by value, a value over the chunk size in chunks, reassembled by the official
+    consumer."""
+    chunk = 64 * 1024
+    big = bytes(range(256)) * (3 * chunk // 256) + b"end"  # 4 chunks
+    values: list[bytes | None] = [b"small", big, None, b"last"]
+    url = pulsar_broker.service_url
+    with official_client(url) as official:
+        consumer = subscribe(official, topic)
+        async with msgclient.Client(url) as client:
+            producer = await client.create_producer(
+                topic, batching_enabled=False, chunking_enabled=True, chunk_max_message_size=chunk
+            )
+            ids = await within(
+                producer.send_many(
+                    values,
+                    keys=["k0", "k1", None, None],
+                    properties=[None, {"p": "big"}, None, None],
+                )
+            )
+        received = await receive(consumer, len(values))
+        await assert_nothing_more(consumer)
+    assert [m.data() for m in received] == [b"small", big, b"", b"last"]
+    assert [m.partition_key() for m in received][:2] == ["k0", "k1"]
+    assert received[1].properties() == {"p": "big"}
+    assert isinstance(ids[1], ChunkMessageId)
+    for ours, theirs in zip(ids, received, strict=True):
+        assert_same_id(ours, theirs.message_id())

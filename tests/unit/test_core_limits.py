@@ -214,3 +214,27 @@ def test_oversized_try_acquire_passes_only_when_nothing_is_held() -> None:
     limit.release(25)
     assert limit.try_acquire(1)
     assert not limit.try_acquire(25)
+
+
+def test_units_held_by_the_requester_do_not_count_as_held_by_others() -> None:
+    """A chunked message holds its first permit and asks for one a chunk more: with
+    nothing else held it passes even over the capacity, as any oversized request."""
+    limit = Limit(3)
+    assert limit.try_acquire(1)  # the message's first permit
+    assert not limit.try_acquire(4)  # held by another, it would have to wait
+    assert limit.try_acquire(4, held=1)
+    assert limit.used == 5
+
+
+async def test_a_waiter_holding_units_passes_once_the_others_are_released() -> None:
+    limit = Limit(3)
+    assert limit.try_acquire(2)  # others
+    assert limit.try_acquire(1)  # the requester's own
+    more = asyncio.ensure_future(limit.acquire(4, held=1))
+    await settle()
+    assert not more.done()
+    assert not limit.try_acquire(1)  # behind the waiter, in line
+    limit.release(2)
+    async with asyncio.timeout(WAIT):
+        await more
+    assert limit.used == 5

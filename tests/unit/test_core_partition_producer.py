@@ -20,6 +20,7 @@ from msgclient.errors import (
     ConnectError,
     ConnectionClosedError,
     MsgClientError,
+    ProducerQueueIsFullError,
     SendTimeoutError,
     TooManyRequestsError,
     TopicNotFoundError,
@@ -73,6 +74,7 @@ class FakeTransport(ProducerTransport):
         self.dropped: list[str] = []
         self.closed = False
         self.encode_error: MsgClientError | None = None
+        self.chunk_size: int | None = None  # an unbatched message over it goes in chunks
         self._changed = asyncio.Event()
 
     # -- ProducerTransport --------------------------------------------------------------
@@ -89,6 +91,8 @@ class FakeTransport(ProducerTransport):
     def encode(self, op: OpSend) -> bytes:
         if self.encode_error is not None:
             raise self.encode_error
+        if self.chunk_size is not None and not op.is_batch:
+            op.chunks = -(-len(op.messages[0].value) // self.chunk_size)
         return f"{op.sequence_id}-{op.highest_sequence_id}".encode()
 
     def write(self, op: OpSend) -> None:
@@ -171,6 +175,14 @@ class Harness:
         assert self.memory.try_acquire(len(value))
         future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
         self.producer.enqueue(OutgoingMessage(value, future, **fields))
+        return future
+
+    async def send_chunkable(self, value: bytes, block: bool = True) -> asyncio.Future[MessageId]:
+        """What Producer.send_async does on a chunking producer."""
+        await self.producer.pending_messages.acquire(1)
+        assert self.memory.try_acquire(len(value))
+        future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
+        await self.producer.enqueue_chunkable(OutgoingMessage(value, future), block)
         return future
 
     @property
@@ -711,3 +723,128 @@ async def test_an_encoded_op_keeps_futures_and_callbacks_but_not_the_messages(
     await h.producer.close(0)
     assert isinstance(failing.exception(), MsgClientError)
     assert len(called) == 1 and isinstance(called[0][0], MsgClientError)
+
+
+# -- chunked messages: a pending-message permit per chunk ----------------------------------
+
+CHUNKING = {"batching_enabled": False, "chunking_enabled": True}
+
+
+async def chunking_harness(make_harness: MakeHarness, max_pending: int, **options: Any) -> Harness:
+    h = make_harness(max_pending=max_pending, memory_limit=10_000, **CHUNKING, **options)
+    await h.start()
+    h.transport.chunk_size = 10
+    return h
+
+
+async def test_each_chunk_holds_a_pending_permit_until_the_receipt(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=10)
+    future = await h.send_chunkable(b"x" * 35)  # 4 chunks
+    assert h.limits_used == (4, 35)
+    assert h.transport.written == [b"0-0"]
+    h.transport.receipt(0)
+    assert future.done()
+    assert h.limits_used == (0, 0)
+
+
+async def test_chunks_that_do_not_fit_fail_fast_and_take_nothing(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=4)
+    first = await h.send_chunkable(b"x" * 15, block=False)  # 2 chunks
+    with pytest.raises(ProducerQueueIsFullError, match="3 chunks needs 3 of the 4"):
+        await h.send_chunkable(b"y" * 25, block=False)
+    assert h.limits_used == (2, 15)  # the refused message holds nothing
+    small = await h.send_chunkable(b"z", block=False)
+    assert h.transport.written == [b"0-0", b"1-1"]  # its sequence id went to the next
+    h.transport.receipt(0)
+    h.transport.receipt(1)
+    await settled(first, small)
+    assert h.limits_used == (0, 0)
+
+
+async def test_a_blocked_chunked_message_waits_for_permits_and_later_sends_wait_behind_it(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=4)
+    first = await h.send_chunkable(b"x" * 25)  # 3 chunks
+    chunked = asyncio.ensure_future(h.send_chunkable(b"y" * 25))  # 3 more: waits
+    await settle_tasks()
+    later = asyncio.ensure_future(h.send_chunkable(b"z"))  # would fit, waits in line
+    await settle_tasks()
+    assert not chunked.done() and not later.done()
+    assert h.transport.written == [b"0-0"]
+    h.transport.receipt(0)
+    async with asyncio.timeout(WAIT):
+        second, third = await chunked, await later
+    assert h.transport.written == [b"0-0", b"1-1", b"2-2"]  # in the order sent
+    h.transport.receipt(1)
+    h.transport.receipt(2)
+    await settled(first, second, third)
+    assert h.limits_used == (0, 0)
+
+
+async def test_a_message_of_more_chunks_than_the_limit_goes_alone(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=3)
+    small = await h.send_chunkable(b"a")
+    big = asyncio.ensure_future(h.send_chunkable(b"x" * 55))  # 6 chunks > 3
+    await settle_tasks()
+    assert not big.done()
+    h.transport.receipt(0)
+    async with asyncio.timeout(WAIT):
+        big_future = await big
+    assert h.limits_used == (6, 55)
+    h.transport.receipt(1)
+    await settled(small, big_future)
+    assert h.limits_used == (0, 0)
+
+
+async def test_a_chunked_send_cancelled_while_waiting_gives_its_limits_back(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=2)
+    first = await h.send_chunkable(b"x" * 15)  # 2 chunks
+    waiting = asyncio.ensure_future(h.send_chunkable(b"y" * 15))
+    await settle_tasks()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert h.limits_used == (2, 15)
+    h.transport.receipt(0)
+    await settled(first)
+    assert h.limits_used == (0, 0)
+    assert h.transport.written == [b"0-0"]
+
+
+async def test_a_chunked_send_waiting_when_the_producer_closes_fails(
+    make_harness: MakeHarness,
+) -> None:
+    h = await chunking_harness(make_harness, max_pending=2)
+    first = await h.send_chunkable(b"x" * 15)
+    waiting = asyncio.ensure_future(h.send_chunkable(b"y" * 15))
+    await settle_tasks()
+    await h.producer.close(0)  # fails the first: its permits let the waiter on
+    async with asyncio.timeout(WAIT):
+        second = await waiting
+    assert isinstance(first.exception(), AlreadyClosedError)
+    assert isinstance(second.exception(), AlreadyClosedError)
+    assert h.limits_used == (0, 0)
+
+
+async def test_a_send_timeout_releases_every_chunk_permit(make_harness: MakeHarness) -> None:
+    clock = FakeScheduler()
+    h = await chunking_harness(make_harness, max_pending=10, clock=clock, send_timeout_millis=50)
+    future = await h.send_chunkable(b"x" * 45)  # 5 chunks
+    assert h.limits_used == (5, 45)
+    clock.advance(0.051)
+    assert isinstance(future.exception(), SendTimeoutError)
+    assert h.limits_used == (0, 0)
+
+
+async def settle_tasks() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)

@@ -25,7 +25,8 @@ class Limit:
             raise ValueError(f"capacity must be >= 0, got {capacity}")
         self._capacity = capacity
         self._used = 0
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        # (units, held, waiter): ``held`` units the waiter holds already (see acquire)
+        self._waiters: deque[tuple[int, int, asyncio.Future[None]]] = deque()
 
     @property
     def capacity(self) -> int:
@@ -35,7 +36,7 @@ class Limit:
     def used(self) -> int:
         return self._used
 
-    def try_acquire(self, units: int) -> bool:
+    def try_acquire(self, units: int, held: int = 0) -> bool:
         """Take ``units`` now if they are free and nobody is waiting; never blocks.
 
         A request larger than the whole capacity passes when nothing is held (as in
@@ -44,21 +45,23 @@ class Limit:
         if not self._capacity:
             self._used += units
             return True
-        if self._waiters or (self._used and self._used + units > self._capacity):
+        if self._waiters or not self._fits(units, held):
             return False
         self._used += units
         return True
 
-    async def acquire(self, units: int) -> None:
+    async def acquire(self, units: int, held: int = 0) -> None:
         """Take ``units``, waiting in line while the limit is reached.
 
         A request larger than the whole capacity waits until nothing else is held, so that
-        one oversized item can still pass instead of waiting forever.
+        one oversized item can still pass instead of waiting forever. ``held``: units the
+        caller holds already for the same item (a chunked message's first permit), which
+        do not count as held by others.
         """
-        if self.try_acquire(units):
+        if self.try_acquire(units, held):
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((units, waiter))
+        self._waiters.append((units, held, waiter))
         try:
             await waiter
         except BaseException:
@@ -72,13 +75,16 @@ class Limit:
         self._used -= units
         self._wake()
 
+    def _fits(self, units: int, held: int) -> bool:
+        return self._used <= held or self._used + units <= self._capacity
+
     def _wake(self) -> None:
         while self._waiters:
-            units, waiter = self._waiters[0]
+            units, held, waiter = self._waiters[0]
             if waiter.done():
                 self._waiters.popleft()
                 continue
-            if self._used and self._used + units > self._capacity:
+            if not self._fits(units, held):
                 return
             self._waiters.popleft()
             self._used += units

@@ -38,6 +38,7 @@ from msgclient.errors import (
     AlreadyClosedError,
     MessageEncodingError,
     MsgClientError,
+    ProducerQueueIsFullError,
     SendTimeoutError,
 )
 from msgclient.message import MessageId, OutgoingMessage
@@ -237,6 +238,46 @@ class PartitionProducer(ProducerEvents):
             self._schedule_batch_close()
         return closed
 
+    async def enqueue_chunkable(self, message: OutgoingMessage, block: bool) -> None:
+        """Take a message of a chunking producer (they do not batch) whose first permit
+        and memory were acquired. Encoded at once, it may go as several chunks, each of
+        which holds a pending-message permit (as the Java client): the others are taken
+        before it is written, waiting for them (``block``) or else failing with
+        ProducerQueueIsFullError, the message then holding nothing and taking no
+        sequence id. While it waits, later sends wait behind it (the limit serves in
+        order), so none can be written before it."""
+        if self._closing:
+            self.enqueue(message)  # fails it
+            return
+        numbered = message.sequence_id is None
+        if numbered:
+            message.sequence_id = self._next_sequence_id
+            self._next_sequence_id += 1
+        op = OpSend([message], False, len(message.value), self._time())
+        if not self._encode(op):
+            return
+        extra = op.chunks - 1
+        if extra and not self.pending_messages.try_acquire(extra, held=1):
+            if not block:
+                self._release(1, op.payload_bytes)
+                if numbered:  # nothing took an id since: this method did not yield
+                    self._next_sequence_id -= 1
+                raise ProducerQueueIsFullError(
+                    f"a message of {op.chunks} chunks needs {op.chunks} of the "
+                    f"{self.pending_messages.capacity} pending messages on {self.topic} "
+                    f"(max_pending_messages), {self.pending_messages.used - 1} are taken; "
+                    "set block_if_queue_full=True to wait instead"
+                )
+            try:
+                await self.pending_messages.acquire(extra, held=1)
+            except BaseException:
+                self._release(1, op.payload_bytes)
+                raise
+        if self._closing:  # closed while it waited
+            self._complete_failed(op, AlreadyClosedError(f"producer on {self.topic} is closed"))
+            return
+        self._queue(op)
+
     def enqueue_columns(
         self, columns: ValueColumns, payload_bytes: int
     ) -> asyncio.Future[Callable[[], list[MessageId]]]:
@@ -282,18 +323,26 @@ class PartitionProducer(ProducerEvents):
             self._push(OpSend(messages, True, size, now))
 
     def _push(self, op: OpSend) -> None:
-        # Runs inside the batch timer's callback too: an exception must fail this op's
-        # messages, never escape into the event loop and leave their futures pending.
+        if self._encode(op):
+            self._queue(op)
+
+    def _encode(self, op: OpSend) -> bool:
+        """Whether ``op`` encoded; if not, it failed. Runs inside the batch timer's
+        callback too: an exception must fail the op's messages, never escape into the
+        event loop and leave their futures pending."""
         try:
             op.encoded(self._transport.encode(op))
         except MsgClientError as error:  # e.g. a batch over the broker's size limit
             self._complete_failed(op, error)
-            return
+            return False
         except Exception as error:
             failure = MessageEncodingError(f"cannot encode a message for {self.topic}: {error!r}")
             failure.__cause__ = error
             self._complete_failed(op, failure)
-            return
+            return False
+        return True
+
+    def _queue(self, op: OpSend) -> None:
         self._pending.append(op)
         self.last_sequence_id_pushed = op.highest_sequence_id
         if self._connected:
@@ -326,7 +375,7 @@ class PartitionProducer(ProducerEvents):
         self.last_sequence_id_published = max(
             self.last_sequence_id_published, op.highest_sequence_id
         )
-        self._release(op.count, op.payload_bytes)
+        self._release(op.permits, op.payload_bytes)
         self.counters.confirmed(op.count, op.payload_bytes, self._time() - op.created_at)
         op.complete(message_ids)
 
@@ -367,7 +416,7 @@ class PartitionProducer(ProducerEvents):
 
     def _complete_failed(self, op: OpSend, error: MsgClientError) -> None:
         self.failed_count += op.count
-        self._release(op.count, op.payload_bytes)
+        self._release(op.permits, op.payload_bytes)
         op.fail(error)
 
     def _release(self, count: int, size: int) -> None:
