@@ -292,7 +292,8 @@ class ProducerOptions:
     )
     # Chunking (docs/producer.md): a message over the broker's max message size (or over
     # chunk_max_message_size when set; 0 = the broker's) goes as several entries that the
-    # consumer reassembles. Exclusive with batching, as in the Java client.
+    # consumer reassembles. Exclusive with batching, as in the Java client. With
+    # encryption_keys each chunk is encrypted on its own, as the official clients do.
     chunking_enabled: bool = attrs.field(default=False, validator=is_bool)
     chunk_max_message_size: int = attrs.field(default=0, validator=int_at_least(0))
     # -- Kafka only (the Pulsar adapter ignores these) --
@@ -314,14 +315,6 @@ class ProducerOptions:
             self.chunking_enabled,
             "False while batching_enabled is True (batching and chunking are exclusive: "
             "set batching_enabled=False to chunk)",
-        )
-        # The official clients encrypt each chunk on its own (docs/encryption.md); this
-        # client encrypts whole entries only, so it does not chunk encrypted messages.
-        check(
-            not (self.chunking_enabled and self.encryption_keys),
-            "chunking_enabled",
-            self.chunking_enabled,
-            "False with encryption_keys (encrypted messages are not chunked)",
         )
         if self.initial_sequence_id is not None:
             check(

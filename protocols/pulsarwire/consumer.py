@@ -38,9 +38,14 @@ from protocols.pulsarwire.acks import (
     redeliver_commands,
 )
 from protocols.pulsarwire.connection import PulsarConnection
-from protocols.pulsarwire.consumer_chunks import ConsumerChunks
+from protocols.pulsarwire.consumer_chunks import ChunkedEntry, ConsumerChunks
 from protocols.pulsarwire.context import PulsarContext
-from protocols.pulsarwire.encryption import make_decryptor, undecrypted_message
+from protocols.pulsarwire.encryption import (
+    EncryptedChunk,
+    decrypt_chunk,
+    make_decryptor,
+    undecrypted_message,
+)
 from protocols.pulsarwire.framing import (
     DEFAULT_MAX_FRAME_SIZE,
     MESSAGE_SIZE_FRAME_PADDING,
@@ -289,6 +294,7 @@ class PulsarConsumerTransport(ConsumerTransport):
 
     def on_message(self, frame: Frame) -> None:
         chunk_ids = None
+        undecrypted: tuple[EncryptedChunk, ...] = ()
         max_size = self._max_entry_size
         metadata = frame.metadata
         if (
@@ -296,24 +302,49 @@ class PulsarConsumerTransport(ConsumerTransport):
             and metadata.num_chunks_from_msg > 1
             and frame.checksum_error is None  # else discarded as any corrupt entry
         ):
-            assembled = self._chunks.on_chunk(frame)
+            assembled = self._on_chunk(frame)
             if assembled is None:
                 self.flow(1)  # the core never sees this entry: its permit comes back
                 return
-            frame, chunk_ids = assembled
+            frame, chunk_ids, undecrypted = assembled
             # The whole may decompress to more than one entry holds: bounded by its chunks.
             max_size *= len(chunk_ids)
-        decrypted = True
+        decoded = self._decode(frame, max_size, chunk_ids, undecrypted)
+        if decoded is not None:
+            self._deliver(frame, *decoded)
+
+    def _decode(
+        self,
+        frame: Frame,
+        max_size: int,
+        chunk_ids: list[PulsarMessageId] | None,
+        undecrypted: tuple[EncryptedChunk, ...],
+    ) -> tuple[Sequence[Message], bool] | None:
+        """The messages of an entry and whether they were decrypted (else they are
+        delivered as stored: an undecrypted batch is one message, with no batch acker);
+        None when the entry is discarded."""
+        if undecrypted:  # CONSUME: a chunked message's chunks as stored, joined
+            message = undecrypted_message(
+                frame, self._topic, self._partition, chunk_ids, undecrypted
+            )
+            return [message], False
         try:
             messages = decode_entry(
                 frame, self._topic, self._partition, max_size, self._decryptor, chunk_ids
             )
         except CryptoError as error:
-            messages = self._decryption_failed(frame, error)
-            decrypted = False  # an undecrypted batch is one message: no batch acker
+            if not self._decryption_failed(frame, error):
+                return [], False
+            return [undecrypted_message(frame, self._topic, self._partition)], False
         except (ProtocolError, InvalidConfigurationError) as error:
             self._discard(frame, error)
-            return
+            return None
+        return messages, True
+
+    def _deliver(self, frame: Frame, messages: Sequence[Message], decrypted: bool) -> None:
+        """The messages of one entry (``decrypted`` unless delivered as stored) to the
+        core, less those before a reader's start; the permits of what is not delivered
+        come back."""
         if self._skip_from is not None:
             if messages:
                 messages = skip_before_start(messages, self._skip_from, self._start_inclusive)
@@ -339,6 +370,23 @@ class PulsarConsumerTransport(ConsumerTransport):
             self._start = cast(PulsarMessageId, first_and_last_ids(messages)[1])
             self._start_inclusive = False
         self._events.on_messages(messages)
+
+    def _on_chunk(self, frame: Frame) -> ChunkedEntry | None:
+        """A chunk entry into its message; the message once complete. An encrypted chunk
+        is decrypted first, on its own, as the official consumers do (each chunk has its
+        own IV); one that cannot be follows crypto_failure_action as any entry: DISCARD
+        acknowledges it, FAIL leaves it, CONSUME joins it as stored."""
+        metadata = frame.metadata
+        assert metadata is not None  # a chunk: the caller saw
+        undecrypted = None
+        if metadata.encryption_keys:
+            try:
+                frame = decrypt_chunk(frame, self._decryptor)
+            except CryptoError as error:
+                if not self._decryption_failed(frame, error):
+                    return None
+                undecrypted = EncryptedChunk.of(frame)
+        return self._chunks.on_chunk(frame, undecrypted)
 
     def on_closed(self, error: ConnectionClosedError) -> None:
         self._connection = None
@@ -422,10 +470,11 @@ class PulsarConsumerTransport(ConsumerTransport):
             reason = pb.CommandAck.DecompressionError
         self._ack_invalid(message_id, reason)
 
-    def _decryption_failed(self, frame: Frame, error: CryptoError) -> list[Message]:
-        """What crypto_failure_action delivers of an entry that cannot be decrypted (the
-        official client's ConsumerImpl.decryptMessageIfNeeded); the caller gives back the
-        permits of what is not delivered."""
+    def _decryption_failed(self, frame: Frame, error: CryptoError) -> bool:
+        """Whether an entry (or chunk) that cannot be decrypted is delivered as stored:
+        crypto_failure_action CONSUME (the official client's
+        ConsumerImpl.decryptMessageIfNeeded); the other actions are taken here, and the
+        caller gives back the permits of what is not delivered."""
         message_id = frame.command.message.message_id
         where = f"{self._topic} entry {message_id.ledgerId}:{message_id.entryId}"
         action = self._options.crypto_failure_action
@@ -433,11 +482,11 @@ class PulsarConsumerTransport(ConsumerTransport):
             log.warning(
                 "%s delivered undecrypted (crypto_failure_action CONSUME): %s", where, error
             )
-            return [undecrypted_message(frame, self._topic, self._partition)]
+            return True
         if action is ConsumerCryptoFailureAction.DISCARD:
             log.warning("%s discarded (crypto_failure_action DISCARD): %s", where, error)
             self._ack_invalid(message_id, pb.CommandAck.DecryptionError)
-            return []
+            return False
         # FAIL: the broker keeps it unacknowledged and sends it again after a reconnect;
         # with an ack timeout, after the timeout too (the official consumer puts it in its
         # ack-timeout tracker), so it is tried again once the key may be there.
@@ -445,7 +494,7 @@ class PulsarConsumerTransport(ConsumerTransport):
         self._redeliver_after_ack_timeout(
             [PulsarMessageId(message_id.ledgerId, message_id.entryId, self._partition)]
         )
-        return []
+        return False
 
     def _redeliver_after_ack_timeout(self, message_ids: Sequence[MessageId]) -> None:
         """Entries not delivered, left unacknowledged: with an ack timeout the broker is

@@ -7,16 +7,28 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from msgclient.errors import MalformedFrameError
 from msgclient.options import ConsumerOptions
 from protocols.pulsarwire.chunks import ChunkAssembler
+from protocols.pulsarwire.encryption import EncryptedChunk
 from protocols.pulsarwire.framing import Frame
 from protocols.pulsarwire.message_id import PulsarMessageId
 
 log = logging.getLogger(__name__)
 
 ChunkIds = Callable[[list[PulsarMessageId]], None]
+
+
+class ChunkedEntry(NamedTuple):
+    """A chunked message complete: its last chunk's frame with the joined payload, its
+    chunk ids, and its chunks kept encrypted (crypto_failure_action CONSUME): all of them,
+    or none (the payload is plaintext)."""
+
+    frame: Frame
+    ids: list[PulsarMessageId]
+    undecrypted: tuple[EncryptedChunk, ...]
 
 
 class ConsumerChunks:
@@ -42,16 +54,22 @@ class ConsumerChunks:
         self._expire_s = options.expire_time_of_incomplete_chunked_message / 1000
         self._ack = ack
         self._redeliver_later = redeliver_later
-        self._assembler = ChunkAssembler(
+        self._assembler: ChunkAssembler[EncryptedChunk] = ChunkAssembler(
             options.max_pending_chunked_message,
             options.expire_time_of_incomplete_chunked_message,
             self._discard,
         )
         self._timer: asyncio.TimerHandle | None = None
 
-    def on_chunk(self, frame: Frame) -> tuple[Frame, list[PulsarMessageId]] | None:
-        """The whole message (the last chunk's frame with the joined payload) and its chunk
-        ids once ``frame`` completes one; None until then."""
+    def on_chunk(
+        self, frame: Frame, undecrypted: EncryptedChunk | None = None
+    ) -> ChunkedEntry | None:
+        """The whole message once ``frame`` completes one; None until then. ``frame``'s
+        payload is decrypted already, or ``undecrypted`` says how it is encrypted.
+
+        A message of which some chunks were decrypted and others not (a key reader that
+        failed for a while) cannot be delivered either way: its chunks are left
+        unacknowledged, as crypto_failure_action FAIL leaves a chunk, to be tried again."""
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None  # a chunk: the caller saw
         data = frame.command.message.message_id
@@ -67,6 +85,8 @@ class ConsumerChunks:
                 frame.payload,
                 message_id,
                 now,
+                undecrypted,
+                None if undecrypted is None else undecrypted.plain_size,
             )
         except MalformedFrameError as error:
             log.error("%s: chunk %s dropped: %s", self._topic, message_id, error)
@@ -75,8 +95,19 @@ class ConsumerChunks:
             self._timer = asyncio.get_running_loop().call_later(self._expire_s, self._expire)
         if done is None:
             return None
-        payload, ids = done
-        return Frame(frame.command, metadata, payload), ids
+        payload, ids, notes = done
+        kept = tuple(note for note in notes if note is not None)
+        if kept and len(kept) < len(notes):
+            log.error(
+                "%s: chunked message %s: %d of its %d chunks did not decrypt, left unacknowledged",
+                self._topic,
+                ids[-1],
+                len(kept),
+                len(notes),
+            )
+            self._redeliver_later(ids)
+            return None
+        return ChunkedEntry(Frame(frame.command, metadata, payload), ids, kept)
 
     def clear(self) -> None:
         """Forget what is incomplete: after a reconnect or a seek the broker sends again

@@ -6,10 +6,16 @@ is the AES-GCM ciphertext + tag of the (compressed) payload. ``encryption_algo``
 unset, as the official clients leave it. The producer also says ``encrypted`` in its
 PRODUCER command (the broker may require it). The cryptography is in
 protocols/pulsarwire/message_crypto.py.
+
+A chunked message is encrypted chunk by chunk, as the official producers do: the whole
+payload is compressed, cut into chunks, and each chunk encrypted on its own (its own IV in
+its own ``encryption_param``); a consumer decrypts each chunk, joins them, then
+decompresses the whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -21,11 +27,16 @@ from msgclient.errors import InvalidConfigurationError
 from msgclient.message import Message, MessageId
 from msgclient.options import CompressionType
 from protocols.pulsarwire.framing import Frame
-from protocols.pulsarwire.message_id import PulsarMessageId
+from protocols.pulsarwire.message_id import ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
-    from protocols.pulsarwire.message_crypto import MessageDecryptor, MessageEncryptor
+    from protocols.pulsarwire.message_crypto import DataKey, MessageDecryptor, MessageEncryptor
+
+# The bytes AES-GCM's tag adds after each ciphertext: message_crypto.TAG_SIZE, said here
+# too for a consumer without the cryptography package, which still delivers encrypted
+# chunks as stored (crypto_failure_action CONSUME) and counts their plaintext size.
+GCM_TAG_SIZE = 16
 
 
 def make_encryptor(key_names: Sequence[str], reader: CryptoKeyReader) -> MessageEncryptor:
@@ -55,12 +66,12 @@ def _require_cryptography() -> None:
         )
 
 
-def encrypt_entry(
-    metadata: pb.MessageMetadata, payload: bytes, encryptor: MessageEncryptor
-) -> bytes:
-    """The payload to send; ``metadata`` gets the wrapped keys and the IV. CryptoError when
-    a key cannot be read or used."""
-    encrypted = encryptor.encrypt(payload)
+def encrypt_entry(metadata: pb.MessageMetadata, payload: bytes, data_key: DataKey) -> bytes:
+    """The payload to send; ``metadata`` gets the wrapped keys and the IV, in place of any
+    it had (each chunk of a message is encrypted in turn with one metadata: the official
+    C++ producer appends instead, so its chunk N carries the keys N + 1 times)."""
+    encrypted = data_key.encrypt(payload)
+    del metadata.encryption_keys[:]
     for key in encrypted.keys:
         metadata.encryption_keys.add(
             key=key.key,
@@ -69,6 +80,14 @@ def encrypt_entry(
         )
     metadata.encryption_param = encrypted.iv
     return encrypted.payload
+
+
+def encryption_overhead(metadata: pb.MessageMetadata, data_key: DataKey) -> int:
+    """The bytes the cipher adds to a payload under ``data_key``; ``metadata`` gets that
+    key's encryption fields (an IV of the size each entry's has), so that its size is that
+    of an encrypted entry's: what a chunk must leave room for. Measured by encrypting
+    nothing: AES-GCM adds its tag whatever the size."""
+    return len(encrypt_entry(metadata, b"", data_key))
 
 
 def encryption_keys(metadata: pb.MessageMetadata) -> tuple[EncryptionKey, ...]:
@@ -88,12 +107,46 @@ def decrypt_entry(
     return decryptor.decrypt(encryption_keys(metadata), metadata.encryption_param, payload)
 
 
+def decrypt_chunk(frame: Frame, decryptor: MessageDecryptor | None) -> Frame:
+    """A chunk's frame with its payload decrypted (still compressed: the whole message is
+    decompressed once joined); CryptoError when it cannot be."""
+    metadata, payload = frame.metadata, frame.payload
+    assert metadata is not None and payload is not None  # a chunk: the caller saw
+    return dataclasses.replace(frame, payload=decrypt_entry(metadata, payload, decryptor))
+
+
+@attrs.frozen
+class EncryptedChunk:
+    """One chunk of a chunked message delivered undecrypted: how it was encrypted and how
+    many bytes of the message's ``data()`` it is (in chunk order), so that an application
+    can decrypt each chunk itself."""
+
+    keys: tuple[EncryptionKey, ...]
+    param: bytes
+    size: int
+
+    @classmethod
+    def of(cls, frame: Frame) -> EncryptedChunk:
+        """The chunk of ``frame``, as stored."""
+        metadata, payload = frame.metadata, frame.payload
+        assert metadata is not None and payload is not None  # a chunk: the caller saw
+        return cls(encryption_keys(metadata), metadata.encryption_param, len(payload))
+
+    @property
+    def plain_size(self) -> int:
+        """Its share of the message's ``total_chunk_msg_size`` (which counts no tag)."""
+        return max(self.size - GCM_TAG_SIZE, 0)
+
+
 @attrs.frozen
 class EncryptionContext:
     """How a message was encrypted (the official client's EncryptionContext, with
     attributes for its methods); an application decrypts an undecrypted one itself.
     ``batch_size`` is -1 for a message that is not a batch; a batch is delivered as one
-    message whose data is the whole encrypted entry."""
+    message whose data is the whole encrypted entry. A chunked message delivered
+    undecrypted has its chunks in ``chunks`` (each with its own IV; ``keys`` and ``param``
+    are its last chunk's, as the official client gives them); ``chunks`` is empty for any
+    other message."""
 
     keys: tuple[EncryptionKey, ...]
     param: bytes
@@ -102,6 +155,7 @@ class EncryptionContext:
     uncompressed_message_size: int
     batch_size: int
     is_decryption_failed: bool
+    chunks: tuple[EncryptedChunk, ...] = ()
 
 
 class EncryptedMessage(Message):
@@ -117,7 +171,8 @@ class EncryptedMessage(Message):
 
 class UndecryptedMessage(EncryptedMessage):
     """A message delivered still encrypted (crypto_failure_action CONSUME): ``data()`` is
-    the encrypted (and still compressed) entry payload."""
+    the encrypted (and still compressed) entry payload; of a chunked message, its chunks'
+    encrypted payloads joined."""
 
     __slots__ = ()
 
@@ -178,7 +233,9 @@ def decrypted_messages(
 _MESSAGE_FIELDS = Message.__slots__
 
 
-def encryption_context(metadata: pb.MessageMetadata, *, failed: bool) -> EncryptionContext:
+def encryption_context(
+    metadata: pb.MessageMetadata, *, failed: bool, chunks: tuple[EncryptedChunk, ...] = ()
+) -> EncryptionContext:
     batched = metadata.HasField("num_messages_in_batch")
     return EncryptionContext(
         keys=encryption_keys(metadata),
@@ -188,19 +245,30 @@ def encryption_context(metadata: pb.MessageMetadata, *, failed: bool) -> Encrypt
         uncompressed_message_size=metadata.uncompressed_size,
         batch_size=metadata.num_messages_in_batch if batched else -1,
         is_decryption_failed=failed,
+        chunks=chunks,
     )
 
 
-def undecrypted_message(frame: Frame, topic: str, partition: int) -> UndecryptedMessage:
+def undecrypted_message(
+    frame: Frame,
+    topic: str,
+    partition: int,
+    chunk_ids: Sequence[PulsarMessageId] | None = None,
+    chunks: tuple[EncryptedChunk, ...] = (),
+) -> UndecryptedMessage:
     """The entry of ``frame`` as one message, its payload as it came (the official client's
-    CONSUME: a batch is not split, its message id has no batch index)."""
+    CONSUME: a batch is not split, its message id has no batch index). ``chunk_ids`` and
+    ``chunks``: the frame is a chunked message's last chunk with every chunk's payload,
+    none decrypted (its id a ChunkMessageId)."""
     metadata, payload = frame.metadata, frame.payload
     assert metadata is not None and payload is not None  # decode_entry checked them
     message_id = frame.command.message.message_id
-    context = encryption_context(metadata, failed=True)
+    context = encryption_context(metadata, failed=True, chunks=chunks)
     return UndecryptedMessage(
         payload,
-        PulsarMessageId(message_id.ledgerId, message_id.entryId, partition),
+        PulsarMessageId(message_id.ledgerId, message_id.entryId, partition)
+        if chunk_ids is None
+        else ChunkMessageId.of_chunks(chunk_ids),
         topic,
         metadata.partition_key if metadata.HasField("partition_key") else None,
         metadata.ordering_key if metadata.HasField("ordering_key") else None,

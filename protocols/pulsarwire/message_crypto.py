@@ -129,6 +129,19 @@ def _read_key(
     return info
 
 
+@attrs.frozen
+class DataKey:
+    """One data key and its wrapped copies (one per key name): what encrypts entries, each
+    with a fresh IV."""
+
+    keys: tuple[EncryptionKey, ...]
+    key: bytes = attrs.field(repr=False)
+
+    def encrypt(self, payload: bytes) -> EncryptedPayload:
+        iv = os.urandom(IV_SIZE)
+        return EncryptedPayload(self.keys, iv, seal(self.key, iv, payload))
+
+
 class MessageEncryptor:
     """A producer's data key, wrapped for each of its key names, renewed every 4 hours."""
 
@@ -138,16 +151,20 @@ class MessageEncryptor:
         self._key_names = tuple(key_names)
         self._reader = reader
         self._clock = clock
-        self._data_key = b""
+        self._data_key = DataKey((), b"")
         self._expires = 0.0
-        self._keys: tuple[EncryptionKey, ...] = ()
 
     def encrypt(self, payload: bytes) -> EncryptedPayload:
         """Raises CryptoError when a key cannot be read or used."""
+        return self.data_key().encrypt(payload)
+
+    def data_key(self) -> DataKey:
+        """The data key now, renewed first when due (CryptoError when a key cannot be read
+        or used). The chunks of one message take one, so that a renewal cannot change
+        their metadata's size between the chunks measured and the chunks sent."""
         if self._clock() >= self._expires:
             self.renew_data_key()
-        iv = os.urandom(IV_SIZE)
-        return EncryptedPayload(self._keys, iv, seal(self._data_key, iv, payload))
+        return self._data_key
 
     def renew_data_key(self) -> None:
         """A new data key, wrapped with each key name's public key (read now)."""
@@ -157,7 +174,7 @@ class MessageEncryptor:
             info = _read_key(self._reader, True, name, {})
             wrapped = wrap_data_key(name, data_key, load_public_key(name, info.key))
             keys.append(EncryptionKey(name, wrapped, info.metadata))
-        self._data_key, self._keys = data_key, tuple(keys)
+        self._data_key = DataKey(tuple(keys), data_key)
         self._expires = self._clock() + DATA_KEY_LIFETIME_SECONDS
 
 

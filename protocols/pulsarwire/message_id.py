@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from msgclient.errors import MalformedFrameError
 from msgclient.message import MessageId
@@ -160,6 +160,11 @@ class ChunkMessageId(PulsarMessageId):
         super().__init__(last_chunk_id.ledger_id, last_chunk_id.entry_id, last_chunk_id.partition)
         self.first_chunk_id = first_chunk_id
         self.chunk_ids = chunk_ids or (first_chunk_id, self.last_chunk_id)
+
+    @classmethod
+    def of_chunks(cls, chunk_ids: Sequence[PulsarMessageId]) -> ChunkMessageId:
+        """The id of a message received as these chunks, in order."""
+        return cls(chunk_ids[0], chunk_ids[-1], tuple(chunk_ids))
 
     @property
     def last_chunk_id(self) -> PulsarMessageId:

@@ -56,14 +56,19 @@ def decode_entry(
     refused before anything is allocated for it. An encrypted entry is decrypted first
     (CryptoError when it cannot be), and its messages say how it was encrypted.
     ``chunk_ids``: the frame is a reassembled chunked message (chunks.py), of those
-    chunks; its message id is a ChunkMessageId."""
+    chunks; its message id is a ChunkMessageId, and its payload, if encrypted, was
+    decrypted chunk by chunk as they came (encryption.decrypt_chunk)."""
     if frame.checksum_error is not None:
         raise frame.checksum_error
     metadata = frame.metadata
     if metadata is None or frame.payload is None:
         raise MalformedFrameError("MESSAGE frame without metadata or payload")
     if metadata.encryption_keys:  # end-to-end encrypted: decrypted before decompressing
-        payload = decrypt_entry(metadata, frame.payload, decryptor)
+        payload = (
+            frame.payload
+            if chunk_ids is not None
+            else decrypt_entry(metadata, frame.payload, decryptor)
+        )
         return decrypted_messages(
             _entry_messages(frame, metadata, payload, topic, partition, max_size, chunk_ids),
             metadata,
@@ -97,7 +102,7 @@ def _entry_messages(
         message_id = (
             PulsarMessageId(ledger, entry, partition)
             if chunk_ids is None
-            else ChunkMessageId(chunk_ids[0], chunk_ids[-1], tuple(chunk_ids))
+            else ChunkMessageId.of_chunks(chunk_ids)
         )
         return [
             Message(

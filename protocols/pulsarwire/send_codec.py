@@ -21,13 +21,13 @@ from msgclient.errors import MessageTooBigError
 from msgclient.message import OutgoingMessage
 from msgclient.options import CompressionType
 from protocols.pulsarwire.compression import Codec
-from protocols.pulsarwire.encryption import encrypt_entry
+from protocols.pulsarwire.encryption import encrypt_entry, encryption_overhead
 from protocols.pulsarwire.framing import encode_payload_command
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.varint import uvarint
 
 if TYPE_CHECKING:  # imported when used: cryptography is an optional extra
-    from protocols.pulsarwire.message_crypto import MessageEncryptor
+    from protocols.pulsarwire.message_crypto import DataKey, MessageEncryptor
 
 _U32 = struct.Struct(">I").pack
 
@@ -252,35 +252,50 @@ class SendEncoder:
         return self._frame(send, metadata, payload)
 
     def _frame(self, send: pb.CommandSend, metadata: pb.MessageMetadata, payload: bytes) -> bytes:
-        """The SEND frame: the payload compressed, then encrypted, as configured."""
+        """The SEND frame: the payload compressed, then encrypted, as configured; or, over
+        the chunk limit, the frames of its chunks."""
         if self._codec is not None:
             metadata.compression = self._compression  # type: ignore[assignment]
             metadata.uncompressed_size = len(payload)
             payload = self._codec.compress(payload)
-        if self._encryptor is not None:  # after compression, as the official clients
-            payload = encrypt_entry(metadata, payload, self._encryptor)
+        # One data key for the whole message, whatever it goes as (MessageEncryptor.data_key).
+        data_key = None if self._encryptor is None else self._encryptor.data_key()
         self.chunks = 1
-        if self.chunk_limit is not None and len(payload) > self.chunk_limit:
-            return self._chunked(send, metadata, payload, self.chunk_limit)
+        limit = self.chunk_limit
+        if limit is not None:
+            added = 0 if data_key is None else encryption_overhead(metadata, data_key)
+            if len(payload) + added > limit:
+                return self._chunked(send, metadata, payload, limit, data_key, added)
+        if data_key is not None:  # after compression, as the official clients
+            payload = encrypt_entry(metadata, payload, data_key)
         command = pb.BaseCommand(type=pb.BaseCommand.SEND, send=send)
         return encode_payload_command(command, metadata.SerializeToString(), payload)
 
     def _chunked(
-        self, send: pb.CommandSend, metadata: pb.MessageMetadata, payload: bytes, limit: int
+        self,
+        send: pb.CommandSend,
+        metadata: pb.MessageMetadata,
+        payload: bytes,
+        limit: int,
+        data_key: DataKey | None,
+        added: int,
     ) -> bytes:
         """One SEND frame per chunk, concatenated: as the Java client, every chunk has the
         message's sequence id, its uuid (producer name and sequence id), its index, the
-        count and the whole (compressed) size; the broker receipts each. (ProducerOptions
-        refuses chunking with encryption: the official clients encrypt each chunk.)"""
+        count and the whole (compressed) size; the broker receipts each. Encrypted, as the
+        official clients: the compressed payload is cut, then each chunk encrypted on its
+        own (its own IV); ``metadata`` already has the encryption fields and ``added`` is
+        what the cipher adds to each chunk (encryption_overhead)."""
         metadata.uuid = f"{self.producer_name}-{send.sequence_id}"
         metadata.total_chunk_msg_size = len(payload)
         # Metadata counts toward the broker's limit: measure it with its widest chunk fields.
         metadata.num_chunks_from_msg = metadata.chunk_id = len(payload)
-        size = limit - metadata.ByteSize()
+        size = limit - metadata.ByteSize() - added
         if size <= 0:
+            cipher = f", encryption adds {added}" if added else ""
             raise MessageTooBigError(
-                f"a chunk's metadata of {metadata.ByteSize()} bytes leaves no room for "
-                f"payload under the chunk limit of {limit} bytes"
+                f"no room for payload under the chunk limit of {limit} bytes: a chunk's "
+                f"metadata takes {metadata.ByteSize()} bytes{cipher}"
             )
         count = -(-len(payload) // size)
         metadata.num_chunks_from_msg = count
@@ -291,6 +306,8 @@ class SendEncoder:
         for index in range(count):
             metadata.chunk_id = index
             part = bytes(view[index * size : (index + 1) * size])
+            if data_key is not None:
+                part = encrypt_entry(metadata, part, data_key)
             frames.append(encode_payload_command(command, metadata.SerializeToString(), part))
         self.chunks = count
         return b"".join(frames)

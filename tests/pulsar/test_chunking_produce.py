@@ -110,17 +110,6 @@ async def test_chunking_with_batching_is_refused(pulsar_broker: PulsarBroker, to
             await client.create_producer(topic, chunking_enabled=True)
 
 
-def test_chunking_with_encryption_is_refused() -> None:
-    # The official clients encrypt each chunk on its own; msgclient encrypts whole entries.
-    with pytest.raises(msgclient.InvalidConfigurationError, match="encryption_keys"):
-        msgclient.ProducerOptions(
-            batching_enabled=False,
-            chunking_enabled=True,
-            encryption_keys=("key",),
-            crypto_key_reader=msgclient.FileCryptoKeyReader("public.pem", "private.pem"),
-        )
-
-
 async def test_each_chunk_counts_against_max_pending_messages(
     pulsar_broker: PulsarBroker, topic: str
 ) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import msgclient
 from msgclient.crypto_key_reader import (
     CryptoError,
     CryptoKeyReader,
+    EncryptionKey,
     EncryptionKeyInfo,
     FileCryptoKeyReader,
 )
@@ -31,7 +32,7 @@ from msgclient.embedded import PulsarBroker
 from msgclient.options import ConsumerCryptoFailureAction
 from protocols.pulsarwire import message_crypto
 from protocols.pulsarwire.compression import get_codec
-from protocols.pulsarwire.encryption import UndecryptedMessage
+from protocols.pulsarwire.encryption import EncryptionContext, UndecryptedMessage
 from protocols.pulsarwire.message_crypto import load_private_key, unseal, unwrap_data_key
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from tests.pulsar.consume_helpers import drain, receive_n
@@ -107,6 +108,21 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[KeyPair, KeyPair]:
     return right_and_wrong_keys(tmp_path_factory.mktemp("keys"))
 
 
+def official_consumer(
+    official: pulsar.Client, topic: str, subscription: str, pair: KeyPair | None, **options: Any
+) -> pulsar.Consumer:
+    """An official Shared consumer from the earliest message, with ``pair``'s key reader
+    (None: no reader)."""
+    return official.subscribe(
+        topic,
+        subscription,
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+        crypto_key_reader=pair.official_reader() if pair else None,
+        **options,
+    )
+
+
 def values(messages: list[Any]) -> list[bytes]:
     return [m.data() for m in messages]
 
@@ -115,6 +131,26 @@ async def msgclient_produce(url: str, topic: str, batching: bool, **options: Any
     async with msgclient.Client(url) as client:
         producer = await client.create_producer(topic, batching_enabled=batching, **options)
         await settle([await producer.send_async(p.value, **p.options()) for p in SENT])
+
+
+async def official_encrypted_produce(
+    url: str,
+    topic: str,
+    messages: Sequence[Publish],
+    pair: KeyPair,
+    compression: str,
+    **options: Any,
+) -> None:
+    """``messages`` from the official producer, encrypted for KEY_NAME with ``pair``."""
+    await official_produce(
+        url,
+        topic,
+        messages,
+        compression_type=COMPRESSIONS[compression][1],
+        encryption_key=KEY_NAME,
+        crypto_key_reader=pair.official_reader(),
+        **options,
+    )
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
@@ -128,14 +164,8 @@ async def test_msgclient_decrypts_the_official_producers_messages(
 ) -> None:
     right, _ = keys
     url = pulsar_broker.service_url
-    await official_produce(
-        url,
-        topic,
-        SENT,
-        batching_enabled=batching,
-        compression_type=COMPRESSIONS[compression][1],
-        encryption_key=KEY_NAME,
-        crypto_key_reader=right.official_reader(),
+    await official_encrypted_produce(
+        url, topic, SENT, right, compression, batching_enabled=batching
     )
     async with msgclient.Client(url) as client:
         consumer = await client.subscribe(
@@ -185,13 +215,7 @@ async def test_the_official_consumer_decrypts_msgclients_messages(
         crypto_key_reader=FileCryptoKeyReader(public_key_path=right.public),
     )
     with official_client(url) as official:
-        consumer = official.subscribe(
-            topic,
-            "sub",
-            consumer_type=pulsar.ConsumerType.Shared,
-            initial_position=pulsar.InitialPosition.Earliest,
-            crypto_key_reader=right.official_reader(),
-        )
+        consumer = official_consumer(official, topic, "sub", right)
         received = await receive(consumer, len(SENT))
         contexts = [m.encryption_context() for m in received]
 
@@ -244,14 +268,9 @@ async def test_several_key_names_each_consumer_opens_with_the_key_it_has(
         )
         received = await receive_n(consumer, len(SENT))
     with official_client(url) as official:
-        official_consumer = official.subscribe(
-            topic,
-            "theirs",
-            consumer_type=pulsar.ConsumerType.Shared,
-            initial_position=pulsar.InitialPosition.Earliest,
-            crypto_key_reader=other.official_reader(),  # ignores names: fails "first"
-        )
-        official_received = await receive(official_consumer, len(SENT))
+        # The official reader ignores key names: it fails "first".
+        consumer = official_consumer(official, topic, "theirs", other)
+        official_received = await receive(consumer, len(SENT))
 
     assert values(received) == values(official_received) == [p.value for p in SENT]
     assert second_only.asked == [("first", {"version": "first"}), ("second", {"version": "second"})]
@@ -266,11 +285,13 @@ class Outcome:
     left: list[bytes]  # what a consumer with the right key then finds on the subscription
 
 
-def expected_counts(action: ConsumerCryptoFailureAction, entries: int) -> tuple[int, int]:
+def expected_counts(
+    action: ConsumerCryptoFailureAction, entries: int, messages: int = len(SENT)
+) -> tuple[int, int]:
     """How many messages the failing consumer gets, and how many are then left: waited for
     by count, so that a slow dispatch is not taken for the end (then nothing more comes)."""
     if action is ConsumerCryptoFailureAction.FAIL:
-        return 0, len(SENT)
+        return 0, messages
     if action is ConsumerCryptoFailureAction.DISCARD:
         return 0, 0
     return entries, 0
@@ -285,21 +306,13 @@ def official_outcome(
     expected: tuple[int, int],
 ) -> Outcome:
     with official_client(url) as official:
-
-        def consumer(key: KeyPair | None, **options: Any) -> pulsar.Consumer:
-            return official.subscribe(
-                topic,
-                "official",
-                consumer_type=pulsar.ConsumerType.Shared,
-                initial_position=pulsar.InitialPosition.Earliest,
-                crypto_key_reader=key.official_reader() if key else None,
-                **options,
-            )
-
-        failing = consumer(reader, crypto_failure_action=OFFICIAL_ACTIONS[action])
+        failing = official_consumer(
+            official, topic, "official", reader, crypto_failure_action=OFFICIAL_ACTIONS[action]
+        )
         delivered = official_drain(failing, expected[0])
         failing.close()
-        return Outcome(delivered, official_drain(consumer(right), expected[1]))
+        then = official_consumer(official, topic, "official", right)
+        return Outcome(delivered, official_drain(then, expected[1]))
 
 
 def official_drain(consumer: pulsar.Consumer, at_least: int) -> list[bytes]:
@@ -421,6 +434,15 @@ async def test_fail_with_an_ack_timeout_tries_again_after_the_timeout(
     await msgclient_produce(
         url, topic, True, encryption_keys=KEY_NAME, crypto_key_reader=right.reader()
     )
+    received = await received_once_the_key_comes(url, topic, right, len(SENT))
+    assert values(received) == [p.value for p in SENT]
+
+
+async def received_once_the_key_comes(
+    url: str, topic: str, pair: KeyPair, count: int
+) -> list[msgclient.Message]:
+    """What a consumer with a 1 s ack timeout gets: nothing while its reader has no key,
+    then, once it has ``pair``'s, ``count`` messages."""
     reader = SwitchableKeys()
     async with msgclient.Client(url) as client:
         consumer = await client.subscribe(
@@ -431,9 +453,8 @@ async def test_fail_with_an_ack_timeout_tries_again_after_the_timeout(
             **SHARED_FROM_EARLIEST,
         )
         assert await drain(consumer) == []
-        reader.pair = right
-        received = await receive_n(consumer, len(SENT))
-    assert values(received) == [p.value for p in SENT]
+        reader.pair = pair
+        return await receive_n(consumer, count)
 
 
 def decrypt_by_hand(messages: list[msgclient.Message], pair: KeyPair) -> list[bytes]:
@@ -443,9 +464,7 @@ def decrypt_by_hand(messages: list[msgclient.Message], pair: KeyPair) -> list[by
     for message in messages:
         assert isinstance(message, UndecryptedMessage)
         context = message.encryption_context()
-        (key,) = context.keys
-        private = load_private_key(key.key, pair.private.read_bytes())
-        data = unseal(unwrap_data_key(key.key, key.value, private), context.param, message.data())
+        data = unseal_by_hand(context, message.data(), pair)
         data = get_codec(context.compression_type).decompress(
             data, context.uncompressed_message_size
         )
@@ -460,6 +479,26 @@ def decrypt_by_hand(messages: list[msgclient.Message], pair: KeyPair) -> list[by
             plain.append(data[position : position + record.payload_size])
             position += record.payload_size
     return plain
+
+
+def unseal_by_hand(context: EncryptionContext, data: bytes, pair: KeyPair) -> bytes:
+    """The payload of an undecrypted message, still compressed; of a chunked message, its
+    chunks unsealed one by one (each with its own IV) and joined."""
+    if not context.chunks:
+        return _unseal_with(context.keys, context.param, data, pair)
+    parts, position = [], 0
+    for chunk in context.chunks:
+        sealed = data[position : position + chunk.size]
+        parts.append(_unseal_with(chunk.keys, chunk.param, sealed, pair))
+        position += chunk.size
+    assert position == len(data)
+    return b"".join(parts)
+
+
+def _unseal_with(keys: Sequence[EncryptionKey], iv: bytes, sealed: bytes, pair: KeyPair) -> bytes:
+    key = keys[0]  # the only one (the official C++ producer repeats it in later chunks)
+    private = load_private_key(key.key, pair.private.read_bytes())
+    return unseal(unwrap_data_key(key.key, key.value, private), iv, sealed)
 
 
 # -- producer errors -------------------------------------------------------------------------

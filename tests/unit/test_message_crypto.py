@@ -6,6 +6,7 @@ and SEND -> MESSAGE entries through SendEncoder and decode_entry.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,9 +32,17 @@ from msgclient.options import (
     ConsumerOptions,
     ProducerOptions,
 )
+from protocols.pulsarwire.chunks import ChunkAssembler
 from protocols.pulsarwire.compression import get_codec
-from protocols.pulsarwire.encryption import decrypt_entry, make_decryptor, make_encryptor
-from protocols.pulsarwire.framing import FrameDecoder, encode_payload_command
+from protocols.pulsarwire.encryption import (
+    GCM_TAG_SIZE,
+    DecryptedMessage,
+    decrypt_chunk,
+    decrypt_entry,
+    make_decryptor,
+    make_encryptor,
+)
+from protocols.pulsarwire.framing import Frame, FrameDecoder, encode_payload_command
 from protocols.pulsarwire.message_crypto import (
     DATA_KEY_LIFETIME_SECONDS,
     DATA_KEY_SIZE,
@@ -48,6 +57,7 @@ from protocols.pulsarwire.message_crypto import (
     unwrap_data_key,
     wrap_data_key,
 )
+from protocols.pulsarwire.message_id import ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.proto import PulsarApi_pb2 as pb
 from protocols.pulsarwire.receive_codec import decode_entry
 from protocols.pulsarwire.send_codec import SendEncoder
@@ -318,16 +328,21 @@ def test_encryption_options_are_checked_naming_the_option() -> None:
 # -- entries on the wire -------------------------------------------------------------------
 
 
-async def as_message(send_frame: bytes) -> bytes:
-    (frame,) = FrameDecoder().feed(send_frame)
-    assert frame.metadata is not None and frame.payload is not None
-    command = pb.BaseCommand(
-        type=pb.BaseCommand.MESSAGE,
-        message=pb.CommandMessage(
-            consumer_id=1, message_id=pb.MessageIdData(ledgerId=1, entryId=2)
-        ),
-    )
-    return encode_payload_command(command, frame.metadata.SerializeToString(), frame.payload)
+def as_messages(send_frames: bytes) -> list[Frame]:
+    """The SEND frames (one, or a chunked message's) as the MESSAGE frames a consumer gets
+    of their entries (1:2, 1:3, ...)."""
+    messages = []
+    for entry, frame in enumerate(FrameDecoder().feed(send_frames), 2):
+        assert frame.metadata is not None and frame.payload is not None
+        command = pb.BaseCommand(
+            type=pb.BaseCommand.MESSAGE,
+            message=pb.CommandMessage(
+                consumer_id=1, message_id=pb.MessageIdData(ledgerId=1, entryId=entry)
+            ),
+        )
+        data = encode_payload_command(command, frame.metadata.SerializeToString(), frame.payload)
+        messages.extend(FrameDecoder().feed(data))
+    return messages
 
 
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "unbatched"])
@@ -343,7 +358,7 @@ async def test_an_entry_is_compressed_then_encrypted_and_decoded_back(batched: b
         1, CompressionType.ZLIB, codec, make_encryptor(["a"], Keys({"a": PUBLIC}))
     )
     send = encoder.encode(OpSend(messages, batched, 0, 0.0))
-    (frame,) = FrameDecoder().feed(await as_message(send))
+    (frame,) = as_messages(send)
     metadata, payload = frame.metadata, frame.payload
     assert metadata is not None and payload is not None
 
@@ -362,3 +377,87 @@ async def test_an_entry_is_compressed_then_encrypted_and_decoded_back(batched: b
         decode_entry(frame, "t", -1)
     with pytest.raises(CryptoError, match="does not unwrap"):
         decrypt_entry(metadata, payload, make_decryptor(Keys({}, {"a": OTHER_PRIVATE})))
+
+
+def outgoing(value: bytes) -> OutgoingMessage:
+    message = OutgoingMessage(value, asyncio.get_running_loop().create_future())
+    message.sequence_id = 0
+    return message
+
+
+CHUNK_LIMIT = 4096
+
+
+@pytest.mark.parametrize("compression", [CompressionType.NONE, CompressionType.ZLIB])
+async def test_a_chunked_message_is_encrypted_chunk_by_chunk_under_the_limit(
+    compression: CompressionType,
+) -> None:
+    """As the official producers: the whole payload compressed, cut, and each chunk
+    encrypted on its own (its own IV, the same wrapped keys once each); every chunk frame
+    under the limit with its encryption fields and tag; the chunks decrypted and joined are
+    the compressed payload."""
+    value = random.Random(7).randbytes(5 * CHUNK_LIMIT)
+    codec = None if compression is CompressionType.NONE else get_codec(compression)
+    encryptor = make_encryptor(["a", "b"], Keys({"a": PUBLIC, "b": OTHER_PUBLIC}))
+    encoder = SendEncoder(1, compression, codec, encryptor, CHUNK_LIMIT)
+    encoder.producer_name = "p"
+    frames = FrameDecoder().feed(encoder.encode(OpSend([outgoing(value)], False, 0, 0.0)))
+    metadatas = [f.metadata for f in frames if f.metadata is not None]
+    payloads = [f.payload for f in frames if f.payload is not None]
+
+    assert encoder.chunks == len(frames) == len(metadatas) == len(payloads) > 2
+    compressed = value if codec is None else codec.compress(value)
+    pairs = list(zip(metadatas, payloads, strict=True))
+    for index, (metadata, payload) in enumerate(pairs):
+        assert metadata.ByteSize() + len(payload) <= CHUNK_LIMIT
+        assert (metadata.chunk_id, metadata.num_chunks_from_msg) == (index, len(frames))
+        assert metadata.uuid == "p-0" and metadata.total_chunk_msg_size == len(compressed)
+        assert [k.key for k in metadata.encryption_keys] == ["a", "b"]  # once each
+        assert len(metadata.encryption_param) == IV_SIZE
+    assert len({m.encryption_param for m in metadatas}) == len(frames)  # an IV each
+    data_key = RSA_KEY.decrypt(metadatas[0].encryption_keys[0].value, SHA1_OAEP)
+    chunks = [unseal(data_key, m.encryption_param, p) for m, p in pairs]
+    added = {len(p) - len(c) for (_, p), c in zip(pairs, chunks, strict=True)}
+    assert added == {TAG_SIZE} == {GCM_TAG_SIZE}  # what a consumer without cryptography counts
+    assert b"".join(chunks) == compressed
+
+
+async def test_chunks_decrypted_one_by_one_make_the_message_with_its_context() -> None:
+    """The consumer's side, pure: each chunk decrypted with its own metadata, joined, then
+    decompressed whole; the message says how it was encrypted (its last chunk's metadata,
+    as the official consumer gives it)."""
+    value = random.Random(8).randbytes(CHUNK_LIMIT) + b"z" * (4 * CHUNK_LIMIT)
+    codec = get_codec(CompressionType.ZLIB)
+    encryptor = make_encryptor(["a"], Keys({"a": PUBLIC}))
+    encoder = SendEncoder(1, CompressionType.ZLIB, codec, encryptor, CHUNK_LIMIT // 4)
+    frames = as_messages(encoder.encode(OpSend([outgoing(value)], False, 0, 0.0)))
+    decryptor = make_decryptor(Keys({}, {"a": PRIVATE}))
+    assembler: ChunkAssembler[None] = ChunkAssembler(0, 0, lambda ids, expired: None)
+    done = None
+    for frame in frames:
+        chunk = decrypt_chunk(frame, decryptor)
+        assert chunk.metadata is not None and chunk.payload is not None
+        message_id = PulsarMessageId(1, frame.command.message.message_id.entryId)
+        metadata = chunk.metadata
+        done = assembler.add(
+            metadata.uuid,
+            metadata.chunk_id,
+            metadata.num_chunks_from_msg,
+            metadata.total_chunk_msg_size,
+            chunk.payload,
+            message_id,
+            0,
+        )
+    assert done is not None and len(done.ids) == len(frames) > 1
+    last = frames[-1]
+    whole = Frame(last.command, last.metadata, done.payload)
+    (message,) = decode_entry(whole, "t", -1, decryptor=None, chunk_ids=done.ids)
+
+    assert message.data() == value
+    assert isinstance(message, DecryptedMessage)
+    context = message.encryption_context()
+    assert last.metadata is not None and context.param == last.metadata.encryption_param
+    assert not context.is_decryption_failed and context.chunks == ()
+    assert context.compression_type is CompressionType.ZLIB
+    assert context.uncompressed_message_size == len(value)
+    assert message.message_id() == ChunkMessageId.of_chunks(done.ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from msgclient.errors import MalformedFrameError
-from protocols.pulsarwire.chunks import ChunkAssembler
+from protocols.pulsarwire.chunks import Assembled, ChunkAssembler
 from protocols.pulsarwire.message_id import PulsarMessageId
 
 
@@ -17,14 +17,19 @@ class Recorder:
         self.discarded.append(([i.entry_id for i in ids], expired))
 
 
-def make(max_pending: int = 10, expire_ms: int = 1000) -> tuple[ChunkAssembler, Recorder]:
+def make(max_pending: int = 10, expire_ms: int = 1000) -> tuple[ChunkAssembler[str], Recorder]:
     recorder = Recorder()
     return ChunkAssembler(max_pending, expire_ms, recorder), recorder
 
 
 def chunk(
-    assembler: ChunkAssembler, uuid: str, index: int, count: int, entry: int, now: float = 0
-) -> tuple[bytes, list[PulsarMessageId]] | None:
+    assembler: ChunkAssembler[str],
+    uuid: str,
+    index: int,
+    count: int,
+    entry: int,
+    now: float = 0,
+) -> Assembled[str] | None:
     data = b"%s%d," % (uuid.encode(), index)
     return assembler.add(uuid, index, count, 3 * count, data, PulsarMessageId(0, entry), now)
 
@@ -35,9 +40,10 @@ def test_chunks_in_order_make_the_message() -> None:
     assert chunk(assembler, "a", 1, 3, 11) is None
     done = chunk(assembler, "a", 2, 3, 12)
     assert done is not None
-    payload, ids = done
+    payload, ids, notes = done
     assert payload == b"a0,a1,a2,"
     assert [i.entry_id for i in ids] == [10, 11, 12]
+    assert notes == [None, None, None]
     assert len(assembler) == 0 and recorder.discarded == []
 
 
@@ -130,6 +136,20 @@ def test_more_bytes_than_declared_are_refused() -> None:
     assembler.add("b", 0, 2, 4, b"123", PulsarMessageId(0, 1), 0)
     with pytest.raises(MalformedFrameError):
         assembler.add("b", 1, 2, 4, b"45", PulsarMessageId(0, 2), 0)
+
+
+def test_notes_come_back_with_the_whole_and_size_counts_instead_of_the_bytes() -> None:
+    """The consumer's note per chunk (how a chunk kept encrypted was encrypted) comes back
+    in chunk order; such a chunk counts its plaintext size toward the declared total, not
+    its bytes (which hold the cipher's tag too)."""
+    assembler, _ = make()
+    assert assembler.add("c", 0, 2, 4, b"12+tag", PulsarMessageId(0, 1), 0, "iv0", 2) is None
+    done = assembler.add("c", 1, 2, 4, b"34", PulsarMessageId(0, 2), 0)
+    assert done is not None
+    assert done.payload == b"12+tag34" and done.notes == ["iv0", None]
+    assembler.add("d", 0, 2, 4, b"12+tag", PulsarMessageId(0, 3), 0, "iv0", 2)
+    with pytest.raises(MalformedFrameError):  # 2 + 3 bytes of 4
+        assembler.add("d", 1, 2, 4, b"345+tag", PulsarMessageId(0, 4), 0, "iv1", 3)
 
 
 def test_clear_forgets_everything() -> None:
