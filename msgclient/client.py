@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import logging
 import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from msgclient.admin import Admin
 from msgclient.closing import AsyncClosing
+from msgclient.cluster_switch import ClusterSwitch, initial_service, service_options
 from msgclient.consumer import Consumer
 from msgclient.contract import (
     TRANSACTIONS_NOT_SUPPORTED,
@@ -23,13 +20,11 @@ from msgclient.contract import (
     ProducerTransport,
     ProtocolBackend,
     Router,
-    SwitchableBackend,
     load_backend,
 )
-from msgclient.core.network.backoff import Backoff, RetrySignal
+from msgclient.core.network.backoff import Backoff
 from msgclient.core.network.cluster_failover import (
     AutoClusterFailover,
-    ClusterFailover,
     ServiceInfo,
     ServiceInfoProvider,
 )
@@ -43,9 +38,7 @@ from msgclient.crypto_key_reader import CryptoKeyReader
 from msgclient.errors import (
     AlreadyClosedError,
     InvalidConfigurationError,
-    InvalidServiceUrlError,
     InvalidTopicNameError,
-    MsgClientError,
     NotSupportedError,
 )
 from msgclient.message import Message, MessageId
@@ -69,10 +62,6 @@ from msgclient.transaction import PreparedTransaction, Transaction, Transactiona
 from msgclient.url import parse_service_url
 from msgclient.validators import build
 
-log = logging.getLogger(__name__)
-# How long a ServiceInfoProvider's thread waits for its update to be applied on the loop.
-_UPDATE_WAIT_S = 5.0
-
 
 class Client(AsyncClosing):
     """A client for one cluster: ``Client("pulsar://localhost:6650", **options)``.
@@ -90,9 +79,9 @@ class Client(AsyncClosing):
     def __init__(
         self, service_url: str | AutoClusterFailover | ServiceInfoProvider, **options: Any
     ) -> None:
-        service = self._initial_service(service_url, options)
+        service = initial_service(service_url, options)
         self.service_url = parse_service_url(service.service_url)
-        self.options = build(ClientOptions, "client", {**options, **_service_options(service)})
+        self.options = build(ClientOptions, "client", {**options, **service_options(service)})
         self._backend: ProtocolBackend[Any] = load_backend(self.service_url, self.options)
         self._memory = Limit(self.options.memory_limit)
         self._producers: set[Producer] = set()
@@ -100,10 +89,7 @@ class Client(AsyncClosing):
         self._transactional: dict[str, TransactionalProducers] = {}  # by transactional id
         self._closed = False
         self._admin: Admin | None = None
-        self._service = service
-        self._failover: ClusterFailover | None = None
-        self._provider: ServiceInfoProvider | None = None
-        self._retry_now = RetrySignal()  # fired by a cluster switch
+        self._cluster = ClusterSwitch(self, self._backend, service)
         self._telemetry = Telemetry(
             self.options,
             self.service_url.scheme.split("+")[0],
@@ -111,69 +97,13 @@ class Client(AsyncClosing):
             self._consumer_stats,
             self.stats,
         )
-        if isinstance(service_url, str):
-            return
-        backend = self._switchable()
-        for info in service_url.secondary if isinstance(service_url, AutoClusterFailover) else ():
-            if not backend.serves(parse_service_url(info.service_url)):
-                raise InvalidServiceUrlError(
-                    f"secondary cluster {info.service_url!r}: the client's protocol adapter "
-                    f"(for {self.service_url.scheme}://) does not serve it"
-                )
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise InvalidConfigurationError(
-                f"a Client with {type(service_url).__name__} must be created on a running "
-                "event loop: its cluster switches happen there"
-            ) from None
-        if isinstance(service_url, AutoClusterFailover):
-            timeout = min(service_url.check_interval_ms, self.options.connection_timeout_ms)
-            self._failover = ClusterFailover(
-                service_url,
-                lambda info: backend.probe(parse_service_url(info.service_url), timeout / 1000),
-                self._use_service,
-            )
-            self._failover.start()
-        else:
-            self._provider = service_url
-            service_url.initialize(self._on_service_info_update)
-
-    @staticmethod
-    def _initial_service(
-        service_url: str | AutoClusterFailover | ServiceInfoProvider, options: dict[str, Any]
-    ) -> ServiceInfo:
-        if isinstance(service_url, str):
-            return ServiceInfo(
-                service_url,
-                options.get("authentication"),
-                options.get("tls_trust_certs_file_path"),
-            )
-        if not isinstance(service_url, AutoClusterFailover | ServiceInfoProvider):
-            raise InvalidServiceUrlError(
-                f"service_url={service_url!r} is invalid: expected a str, an "
-                "AutoClusterFailover or a ServiceInfoProvider"
-            )
-        for option in ("authentication", "tls_trust_certs_file_path"):
-            if options.get(option) is not None:
-                raise InvalidConfigurationError(
-                    f"option {option} is not taken with {type(service_url).__name__}: "
-                    "set it on each ServiceInfo"
-                )
-        if isinstance(service_url, AutoClusterFailover):
-            return service_url.primary
-        initial = service_url.initial_service_info()
-        if not isinstance(initial, ServiceInfo):
-            raise InvalidConfigurationError(
-                f"{type(service_url).__name__}.initial_service_info() returned {initial!r}: "
-                "expected a ServiceInfo"
-            )
-        return initial
+        if not isinstance(service_url, str):  # last: switches may come from here on
+            self._cluster.follow(service_url)
 
     @property
     def service_info(self) -> ServiceInfo:
         """The cluster in use (the official client's ``get_service_info``)."""
-        return self._service
+        return self._cluster.service
 
     def update_service_info(self, service_info: ServiceInfo) -> None:
         """Switch to another cluster now (Pulsar only): every connection is dropped, and
@@ -186,66 +116,7 @@ class Client(AsyncClosing):
             raise InvalidConfigurationError(
                 f"service_info={service_info!r} is invalid: expected a ServiceInfo"
             )
-        self._use_service(service_info)
-
-    def _switchable(self) -> SwitchableBackend:
-        if not isinstance(self._backend, SwitchableBackend):
-            raise InvalidConfigurationError(
-                f"cluster failover is not offered for {self.service_url.scheme}:// service URLs"
-            )
-        return self._backend
-
-    def _use_service(self, service: ServiceInfo) -> None:
-        backend = self._switchable()
-        url = parse_service_url(service.service_url)
-        if not backend.serves(url):
-            raise InvalidServiceUrlError(
-                f"{service.service_url!r}: the client's protocol adapter (for "
-                f"{self.service_url.scheme}://) does not serve it"
-            )
-        options = attrs.evolve(self.options, **_service_options(service))
-        backend.switch_service(url, options)
-        log.warning("switched to the cluster at %s", service.service_url)
-        self.service_url, self.options, self._service = url, options, service
-        self._retry_now.fire()  # what waits out a backoff against the old cluster: now
-
-    def _on_service_info_update(self, service: ServiceInfo) -> None:
-        """A ServiceInfoProvider's update, from any thread. The switch runs on the loop;
-        from another thread this returns once it has (``service_info`` shows it, as the
-        official client's callback), or after ``_UPDATE_WAIT_S`` if the loop is busy."""
-        if not isinstance(service, ServiceInfo):
-            raise InvalidConfigurationError(
-                f"service info update {service!r} is invalid: expected a ServiceInfo"
-            )
-        if self._closed:
-            return
-        if _running_loop() is self._loop:
-            self._apply_update(service)
-            return
-        applied: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def apply() -> None:
-            try:
-                self._apply_update(service)
-            finally:
-                applied.set_result(None)
-
-        self._loop.call_soon_threadsafe(apply)
-        try:
-            applied.result(_UPDATE_WAIT_S)
-        except concurrent.futures.TimeoutError:
-            log.warning(
-                "the switch to %s is still queued on the client's loop", service.service_url
-            )
-
-    def _apply_update(self, service: ServiceInfo) -> None:
-        if self._closed:
-            return
-        try:
-            self._use_service(service)
-        except MsgClientError:
-            # The provider's thread is not waiting for an answer: the error is logged.
-            log.exception("service info update to %s refused", service.service_url)
+        self._cluster.switch_to(service_info)
 
     @property
     def memory_used(self) -> int:
@@ -659,7 +530,7 @@ class Client(AsyncClosing):
         return Backoff(
             self.options.initial_backoff_interval_ms / 1000,
             self.options.max_backoff_interval_ms / 1000,
-            signal=self._retry_now,
+            signal=self._cluster.retry_now,
         )
 
     async def _start_all(self, members: list[PartitionProducer] | list[PartitionConsumer]) -> None:
@@ -703,31 +574,13 @@ class Client(AsyncClosing):
         if self._closed:
             return
         self._closed = True
-        if self._failover is not None:
-            await self._failover.close()
-        if self._provider is not None:
-            self._provider.close()
+        await self._cluster.close()
         consumers = list(self._consumers)
         await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)
         producers = list(self._producers)
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
         await self._backend.close()
         self._telemetry.close()
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _service_options(service: ServiceInfo) -> dict[str, Any]:
-    """The client options a cluster's ServiceInfo sets."""
-    return {
-        "authentication": service.authentication,
-        "tls_trust_certs_file_path": service.tls_trust_certs_file_path,
-    }
 
 
 async def _close_member(member: PartitionProducer | PartitionConsumer) -> None:
