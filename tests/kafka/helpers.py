@@ -35,7 +35,7 @@ async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def read_blocking(
     bootstrap: str, topic: str, count: int | None, isolation_level: str = "read_uncommitted"
 ) -> list[ConsumerRecord]:
-    """Exactly ``count`` records of ``topic`` from the start (fails on fewer or more), or
+    """Exactly ``count`` records of ``topic`` from offset 0 (fails on fewer or more), or
     all there are with ``count=None``.
 
     Reads until ``count`` records came (or, with ``count=None``, until every partition's
@@ -68,6 +68,8 @@ def read_blocking(
                 consumer.topics()  # a metadata request
         assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
         consumer.assign(assigned)
+        for partition in assigned:  # not "earliest": tansu's may skip batches (brokers.md)
+            consumer.seek(partition, 0)
         ends = consumer.end_offsets(assigned)
 
         def done() -> bool:
