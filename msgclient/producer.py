@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
+from msgclient import bulk_columns
 from msgclient.closing import AsyncClosing
 from msgclient.contract import Router, ValueColumns
 from msgclient.core.send.limits import Limit
@@ -27,7 +28,7 @@ from msgclient.options import PartitionsRoutingMode, ProducerOptions
 from msgclient.sent_messages import SentMessages
 from msgclient.stats import ProducerStats
 from msgclient.transaction import Transaction, TransactionalProducers, TransactionState
-from msgclient.validators import check_non_negative, check_properties
+from msgclient.validators import check_key, check_non_negative, check_properties, value_bytes
 
 if TYPE_CHECKING:
     from msgclient.consumer import Consumer
@@ -160,7 +161,7 @@ class Producer(AsyncClosing):
             transaction = self._transactions.for_send(options.pop("transaction", None), self)
         null_value = value is None
         if type(value) is not bytes:
-            value = b"" if value is None else _to_bytes(value)
+            value = b"" if value is None else value_bytes(value)
         size = len(value)
         partitions = self._partitions
         if size > partitions[0].max_message_size and not self._options.chunking_enabled:
@@ -291,20 +292,20 @@ class Producer(AsyncClosing):
             nothing: asyncio.Future[SentMessages] = asyncio.get_running_loop().create_future()
             nothing.set_result(SentMessages(0, []))
             return nothing
-        checked_keys = _key_column(keys, count)
-        _check_columns(count, properties, event_timestamps)
+        checked_keys = bulk_columns.key_column(keys, count)
+        bulk_columns.check_columns(count, properties, event_timestamps)
         if self._options.chunking_enabled:
             return await self._send_each(
                 values, checked_keys, properties, event_timestamps, partition, transaction
             )
         size_limit = partitions[0].max_message_size
-        uniform_size = _uniform_size(values)
+        uniform_size = bulk_columns.uniform_size(values)
         if uniform_size is None:
             for value in values:
                 if value is not None and (type(value) is not bytes or len(value) > size_limit):
-                    _check_value(value, size_limit, self.topic)
+                    bulk_columns.check_value(value, size_limit, self.topic)
         elif uniform_size > size_limit:
-            _check_value(values[0], size_limit, self.topic)
+            bulk_columns.check_value(values[0], size_limit, self.topic)
         records = ValueColumns(values, checked_keys, properties, event_timestamps, uniform_size)
         options = self._options
         max_count = options.batching_max_messages if options.batching_enabled else 1
@@ -312,21 +313,23 @@ class Producer(AsyncClosing):
         batches: list[tuple[int, Sequence[int] | range, ValueColumns, int]] = []
         if checked_keys is None or partition is not None:
             cuts = (
-                _cuts(values, max_count, max_bytes)
+                bulk_columns.cuts(values, max_count, max_bytes)
                 if uniform_size is None
-                else _uniform_cuts(count, uniform_size, max_count, max_bytes)
+                else bulk_columns.uniform_cuts(count, uniform_size, max_count, max_bytes)
             )
             for start, end, size in cuts:
                 if partition is not None:
                     index = partition
                 else:
-                    index = 0 if self._router is None else self._router(_chunk_probe(size))
+                    index = (
+                        0 if self._router is None else self._router(bulk_columns.batch_probe(size))
+                    )
                 taken: Sequence[int] | range = range(start, end)
                 batches.append((index, taken, records.part(taken), size))
         else:
-            for index, positions in _by_partition(self._router, checked_keys).items():
+            for index, positions in bulk_columns.by_partition(self._router, checked_keys).items():
                 column = [values[i] for i in positions]
-                for start, end, size in _cuts(column, max_count, max_bytes):
+                for start, end, size in bulk_columns.cuts(column, max_count, max_bytes):
                     taken = positions[start:end]
                     batches.append((index, taken, records.part(taken), size))
         futures: list[asyncio.Future[Callable[[], list[MessageId]]]] = []
@@ -345,7 +348,7 @@ class Producer(AsyncClosing):
             futures.append(producer.enqueue_columns(columns, size))
             await asyncio.sleep(0)  # the batch goes out while the next ones are cut
         taken_by_batch = [taken for _, taken, _, _ in batches]
-        return asyncio.ensure_future(_confirmed(count, taken_by_batch, futures))
+        return asyncio.ensure_future(bulk_columns.confirmed(count, taken_by_batch, futures))
 
     async def _send_each(
         self,
@@ -363,7 +366,7 @@ class Producer(AsyncClosing):
         futures: list[asyncio.Future[MessageId]] = []
         for index, value in enumerate(values):
             if value is not None and type(value) is not bytes:
-                _check_value(value, 0, self.topic)  # raises TypeError
+                bulk_columns.check_value(value, 0, self.topic)  # raises TypeError
             future: asyncio.Future[MessageId] = loop.create_future()
             message = OutgoingMessage(
                 b"" if value is None else value,
@@ -382,7 +385,7 @@ class Producer(AsyncClosing):
             # As any bulk call, a stream: it waits for room (block_if_queue_full or not).
             await self._send_chunkable(message, producer, transaction, block=True)
             futures.append(future)
-        return asyncio.ensure_future(_each_confirmed(futures))
+        return asyncio.ensure_future(bulk_columns.each_confirmed(futures))
 
     async def _wait_for_slot(self, pending: Limit, topic: str, block: bool) -> None:
         if not block:
@@ -495,9 +498,9 @@ def _with_options(
             "(create_producer(..., transactional_id=...)) and cannot send in a transaction"
         )
     if partition_key is not None:
-        _check_key("partition_key", partition_key)
+        check_key("partition_key", partition_key)
     if ordering_key is not None:
-        _check_key("ordering_key", ordering_key)
+        check_key("ordering_key", ordering_key)
     if properties is not None:
         check_properties("properties", properties)
     if sequence_id is not None:
@@ -531,128 +534,6 @@ def _with_options(
     )
 
 
-def _key_column(
-    keys: Sequence[str | bytes | None] | None, count: int
-) -> Sequence[str | bytes | None] | None:
-    """``send_many``'s keys, checked (None: no keys at all). A str key stays one: Pulsar
-    sends str keys as they are and bytes keys base64-encoded and flagged."""
-    if keys is None:
-        return None
-    if len(keys) != count:
-        raise InvalidConfigurationError(f"send_many: {len(keys)} keys for {count} values")
-    for key in keys:
-        if key is not None and type(key) is not str and type(key) is not bytes:
-            _check_key("a key", key)
-    return keys
-
-
-def _check_columns(
-    count: int,
-    properties: Sequence[Mapping[str, str] | None] | None,
-    event_timestamps: Sequence[int | None] | None,
-) -> None:
-    """``send_many``'s properties and event timestamps: a column each, of ``count``."""
-    for name, column in (("properties", properties), ("event_timestamps", event_timestamps)):
-        if column is not None and len(column) != count:
-            raise InvalidConfigurationError(f"send_many: {len(column)} {name} for {count} values")
-    if properties is not None:
-        for record_properties in properties:
-            check_properties("properties", record_properties)
-    if event_timestamps is not None:
-        for timestamp in event_timestamps:
-            if timestamp is not None:
-                check_non_negative("event_timestamp", timestamp)
-
-
-def _check_value(value: object, size_limit: int, topic: str) -> None:
-    if type(value) is not bytes:
-        _to_bytes(value)  # raises TypeError naming the type
-        raise TypeError(f"send_many takes bytes or None values, not {type(value).__name__}")
-    raise MessageTooBigError(
-        f"message of {len(value)} bytes is over the broker's limit of {size_limit} bytes "
-        f"(topic {topic})"
-    )
-
-
-def _uniform_size(values: Sequence[bytes | None]) -> int | None:
-    """The size of every value when all are bytes of one size, else None; found by two
-    passes in C (a Python loop over the values costs more than their encoding)."""
-    if type(values[0]) is not bytes or set(map(type, values)) != {bytes}:
-        return None
-    sizes = set(map(len, values))  # type: ignore[arg-type]  # all bytes: checked above
-    return sizes.pop() if len(sizes) == 1 else None
-
-
-def _uniform_cuts(
-    count: int, size: int, max_count: int, max_bytes: int
-) -> Iterator[tuple[int, int, int]]:
-    """``_cuts`` of ``count`` values of ``size`` bytes each."""
-    per_batch = min(max_count, max(1, max_bytes // size) if size else max_count)
-    for start in range(0, count, per_batch):
-        end = min(start + per_batch, count)
-        yield start, end, (end - start) * size
-
-
-def _cuts(
-    values: Sequence[bytes | None], max_count: int, max_bytes: int
-) -> Iterator[tuple[int, int, int]]:
-    """(start, end, payload bytes) of each batch of ``values``: at most ``max_count``
-    values, and ``max_bytes`` unless one value alone is larger."""
-    start = size = 0
-    for end, value in enumerate(values):
-        length = 0 if value is None else len(value)
-        if end > start and (end - start == max_count or size + length > max_bytes):
-            yield start, end, size
-            start, size = end, 0
-        size += length
-    if start < len(values):
-        yield start, len(values), size
-
-
-class _ChunkProbe:
-    """What a partitioner sees of one unkeyed batch of a bulk send: no key, and its size
-    (a range of that length stands for the values: nothing is allocated)."""
-
-    __slots__ = ("partition_key", "value")
-
-    def __init__(self, partition_key: str | bytes | None, size: int) -> None:
-        self.partition_key = partition_key
-        self.value = range(size)
-
-
-def _chunk_probe(size: int) -> OutgoingMessage:
-    return _ChunkProbe(None, size)  # type: ignore[return-value]
-
-
-def _by_partition(
-    router: Router | None, keys: Sequence[str | bytes | None]
-) -> dict[int, list[int]]:
-    """The positions of ``keys`` by the partition the router gives each (in order)."""
-    if router is None:
-        return {0: list(range(len(keys)))}
-    by_partition: dict[int, list[int]] = {}
-    probe = _ChunkProbe(None, 0)
-    for position, key in enumerate(keys):
-        probe.partition_key = key
-        by_partition.setdefault(router(probe), []).append(position)  # type: ignore[arg-type]
-    return by_partition
-
-
-def _check_key(name: str, key: object) -> None:
-    if type(key) is not str and type(key) is not bytes:
-        raise TypeError(f"{name} must be str or bytes, not {type(key).__name__}")
-
-
-def _to_bytes(value: object) -> bytes:
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise TypeError(
-        "message value must be bytes, bytearray, memoryview or None (a null value), "
-        f"not {type(value).__name__}"
-        + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
-    )
-
-
 def _ended_while_waiting(
     transaction: Transaction, pending: Limit, memory: Limit, permits: int, size: int
 ) -> None:
@@ -660,30 +541,3 @@ def _ended_while_waiting(
     pending.release(permits)
     memory.release(size)
     transaction.check_open("send")  # raises
-
-
-async def _each_confirmed(futures: list[asyncio.Future[MessageId]]) -> SentMessages:
-    """The ids of a ``send_many_async`` call sent message by message, once all are
-    settled; the first failure's error if one failed."""
-    await asyncio.wait(futures)
-    for future in futures:
-        if future.exception() is not None:
-            raise future.exception()  # type: ignore[misc]
-    count = len(futures)
-    return SentMessages(count, [(range(count), lambda: [f.result() for f in futures])])
-
-
-async def _confirmed(
-    count: int,
-    positions: list[Sequence[int] | range],
-    futures: list[asyncio.Future[Callable[[], list[MessageId]]]],
-) -> SentMessages:
-    """The ids of a ``send_many_async`` call once every batch is settled; the first failed
-    batch's error if one failed."""
-    await asyncio.wait(futures)
-    for future in futures:
-        if future.exception() is not None:
-            raise future.exception()  # type: ignore[misc]
-    return SentMessages(
-        count, [(taken, f.result()) for taken, f in zip(positions, futures, strict=True)]
-    )

@@ -148,3 +148,18 @@ def build(kind: type[T], what: str, options: Mapping[str, Any]) -> T:
             f"unknown {what} option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}"
         )
     return kind(**options)
+
+
+def check_key(name: str, key: object) -> None:
+    if type(key) is not str and type(key) is not bytes:
+        raise TypeError(f"{name} must be str or bytes, not {type(key).__name__}")
+
+
+def value_bytes(value: object) -> bytes:
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(
+        "message value must be bytes, bytearray, memoryview or None (a null value), "
+        f"not {type(value).__name__}"
+        + (" (encode the str first, e.g. value.encode())" if isinstance(value, str) else "")
+    )

@@ -11,6 +11,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 
 import msgclient
+import msgclient.blocking
 from msgclient.core.network.connection import Connection
 from msgclient.embedded import KafkaBroker
 from protocols.kafkawire.message_id import KafkaMessageId

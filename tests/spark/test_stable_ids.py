@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import msgclient
+import msgclient.blocking
 from msgclient.embedded import PulsarBroker
 from msgclient.options import InitialPosition
 from tests.spark.helpers import TIMEOUT, produce
