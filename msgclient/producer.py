@@ -78,6 +78,7 @@ class Producer(AsyncClosing):
         self._router = router
         self._memory = memory
         self._block = options.block_if_queue_full
+        self._chunking = options.chunking_enabled  # read per message: one attribute
         self._close_timeout = close_timeout
         self._on_closed = on_closed
         self._transactions = transactions
@@ -164,7 +165,7 @@ class Producer(AsyncClosing):
             value = b"" if value is None else value_bytes(value)
         size = len(value)
         partitions = self._partitions
-        if size > partitions[0].max_message_size and not self._options.chunking_enabled:
+        if size > partitions[0].max_message_size and not self._chunking:
             raise MessageTooBigError(
                 f"message of {size} bytes is over the broker's limit of "
                 f"{partitions[0].max_message_size} bytes (topic {self.topic})"
@@ -179,7 +180,7 @@ class Producer(AsyncClosing):
                 value, future, None, None, None, None, None, None, callback, None, null_value
             )
         producer = partitions[0] if self._router is None else partitions[self._router(message)]
-        if self._options.chunking_enabled:
+        if self._chunking:
             await self._send_chunkable(message, producer, transaction, self._block)
             return future
         pending = producer.pending_messages
@@ -294,7 +295,7 @@ class Producer(AsyncClosing):
             return nothing
         checked_keys = bulk_columns.key_column(keys, count)
         bulk_columns.check_columns(count, properties, event_timestamps)
-        if self._options.chunking_enabled:
+        if self._chunking:
             return await self._send_each(
                 values, checked_keys, properties, event_timestamps, partition, transaction
             )
