@@ -45,8 +45,11 @@ def official_client(service_url: str) -> Iterator[pulsar.Client]:
         client.close()
 
 
-def subscribe(client: pulsar.Client, topic: str, subscription: str = "reader") -> pulsar.Consumer:
-    """A Shared subscription from the earliest message.
+def subscribe(
+    client: pulsar.Client, topic: str, subscription: str = "reader", **options: Any
+) -> pulsar.Consumer:
+    """A Shared subscription from the earliest message (``options``: the official
+    ``subscribe``'s others).
 
     Shared, because pulsar-lite dispatches duplicates and may reorder on Exclusive/Failover
     subscriptions fed by a pipelining producer (brokers.md quirk): exactly-once and order
@@ -57,6 +60,7 @@ def subscribe(client: pulsar.Client, topic: str, subscription: str = "reader") -
         subscription,
         consumer_type=pulsar.ConsumerType.Shared,
         initial_position=pulsar.InitialPosition.Earliest,
+        **options,
     )
 
 
@@ -270,3 +274,14 @@ async def official_backlog(url: str, topic: str, payloads: list[bytes]) -> list[
     """The payloads as unbatched messages from the official client; returns them."""
     await official_produce(url, topic, [Publish(v) for v in payloads], batching_enabled=False)
     return payloads
+
+
+def chunking(chunk_max_message_size: int = 0, **options: Any) -> dict[str, Any]:
+    """create_producer options of a chunking producer: no batching (the two are exclusive),
+    chunks of at most ``chunk_max_message_size`` bytes (0: the broker's limit), ``options``."""
+    return {
+        "batching_enabled": False,
+        "chunking_enabled": True,
+        "chunk_max_message_size": chunk_max_message_size,
+        **options,
+    }

@@ -20,7 +20,7 @@ from msgclient.embedded import PulsarBroker
 from protocols.pulsarwire.consumer import PulsarConsumerTransport
 from protocols.pulsarwire.message_id import ChunkMessageId, PulsarMessageId
 from protocols.pulsarwire.producer import PulsarProducerTransport
-from tests.pulsar.helpers import Publish, official_produce, wait_until, within
+from tests.pulsar.helpers import Publish, chunking, official_produce, wait_until, within
 
 CHUNK = 100 * 1024
 Shared = msgclient.ConsumerType.Shared
@@ -38,9 +38,7 @@ async def _subscribe(client: msgclient.Client, topic: str, **options: Any) -> ms
 
 
 async def _chunking_producer(client: msgclient.Client, topic: str) -> msgclient.Producer:
-    return await client.create_producer(
-        topic, batching_enabled=False, chunking_enabled=True, chunk_max_message_size=CHUNK
-    )
+    return await client.create_producer(topic, **chunking(CHUNK))
 
 
 async def test_round_trip_of_our_chunks(pulsar_broker: PulsarBroker, topic: str) -> None:
@@ -143,13 +141,7 @@ async def _send_partial(
 ) -> tuple[HeldFrames, asyncio.Future[msgclient.MessageId]]:
     """A producer that writes only the first ``chunks`` chunks of ``payload``, as one dying
     mid-message would (its held frames, and the send, which times out in 0.3 s)."""
-    producer = await client.create_producer(
-        topic,
-        batching_enabled=False,
-        chunking_enabled=True,
-        chunk_max_message_size=CHUNK,
-        send_timeout_millis=300,
-    )
+    producer = await client.create_producer(topic, **chunking(CHUNK, send_timeout_millis=300))
     held = HeldFrames(producer)
     doomed = await producer.send_async(payload)
     held.write(held.chunks(0)[:chunks])
@@ -269,11 +261,7 @@ async def test_compressed_chunks_round_trip(pulsar_broker: PulsarBroker, topic: 
     async with msgclient.Client(pulsar_broker.service_url) as client:
         consumer = await _subscribe(client, topic)
         producer = await client.create_producer(
-            topic,
-            batching_enabled=False,
-            chunking_enabled=True,
-            chunk_max_message_size=CHUNK,
-            compression_type=msgclient.CompressionType.LZ4,
+            topic, **chunking(CHUNK, compression_type=msgclient.CompressionType.LZ4)
         )
         await within(producer.send(big))
         message = await consumer.receive(timeout_millis=10_000)

@@ -27,6 +27,7 @@ from tests.pulsar.consume_helpers import drain, receive_n
 from tests.pulsar.helpers import (
     SHARED_FROM_EARLIEST,
     Publish,
+    chunking,
     official_client,
     receive,
     tap_wire,
@@ -67,9 +68,7 @@ async def produce_encrypted_chunks(
     async with msgclient.Client(url) as client:
         producer = await client.create_producer(
             topic,
-            batching_enabled=False,
-            chunking_enabled=True,
-            chunk_max_message_size=CHUNK,
+            **chunking(CHUNK),
             compression_type=compression,
             encryption_keys=KEY_NAME,
             crypto_key_reader=right.reader(),

@@ -15,6 +15,7 @@ from protocols.pulsarwire.message_id import ChunkMessageId
 from tests.pulsar.helpers import (
     assert_nothing_more,
     assert_same_id,
+    chunking,
     official_client,
     receive,
     subscribe,
@@ -158,9 +159,7 @@ async def test_a_chunking_producer_sends_each_value_and_chunks_the_big_ones(
     with official_client(url) as official:
         consumer = subscribe(official, topic)
         async with msgclient.Client(url) as client:
-            producer = await client.create_producer(
-                topic, batching_enabled=False, chunking_enabled=True, chunk_max_message_size=chunk
-            )
+            producer = await client.create_producer(topic, **chunking(chunk))
             ids = await within(
                 producer.send_many(
                     values,
