@@ -36,9 +36,7 @@ def produce(
     url: str, topic: str, count: int, first: int = 0, **producer_options: Any
 ) -> list[Sent]:
     """``count`` messages ``v<i>`` with keys ``k<i>`` (one per batch: tansu's latest offset
-    is right only for single-record batches, brokers.md), in order; what was sent.
-
-    (The async API: msgclient.blocking.Client cannot open a kafka:// client yet.)"""
+    is right only for single-record batches, brokers.md), in order; what was sent."""
     numbers = range(first, first + count)
 
     async def send() -> list[MessageId]:
