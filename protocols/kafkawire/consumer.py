@@ -27,12 +27,14 @@ from msgclient.contract import AckBatch, ConsumerEvents, ConsumerTransport
 from msgclient.errors import MsgClientError, NotSupportedError, TransactionAbortableError
 from msgclient.message import Message, MessageId
 from msgclient.options import ConsumerOptions, InitialPosition, SubscriptionMode
+from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.context import KafkaContext
 from protocols.kafkawire.fetcher import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     Fetcher,
     FetchState,
+    earliest_offset,
     isolation_level_of,
     list_offset,
 )
@@ -201,13 +203,21 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     # -- assignment ---------------------------------------------------------------------
 
-    async def initial_offset(self) -> int:
+    async def initial_offset(self, *, check_log_start: bool = True) -> int:
+        """Where to start without a committed offset. Earliest is checked against the log
+        start a Fetch reports (``earliest_offset``) unless ``check_log_start`` is false."""
         if self._options.start_message_id is not None:
             start = self._options.start_message_id
             if isinstance(start, KafkaMessageId) and start.partition == self.partition:
                 return start.offset + (0 if self._options.start_message_id_inclusive else 1)
-        earliest = self._options.initial_position is InitialPosition.Earliest
-        return await self._list_offset(EARLIEST_TIMESTAMP if earliest else LATEST_TIMESTAMP)
+        if self._options.initial_position is not InitialPosition.Earliest:
+            return await self._list_offset(LATEST_TIMESTAMP)
+        if not check_log_start:
+            return await self._list_offset(EARLIEST_TIMESTAMP)
+        connection = await self._leader_connection()
+        return await earliest_offset(
+            connection, self.topic, self.partition, isolation_level_of(self._options)
+        )
 
     def activate(self, position: int) -> None:
         self._tracker = OffsetTracker(position)
@@ -356,16 +366,21 @@ class KafkaConsumerTransport(ConsumerTransport):
 
     async def _reset_position(self) -> None:
         """The position is out of range (deleted by retention): start again where
-        ``initial_position`` says, as Kafka's auto.offset.reset does."""
+        ``initial_position`` says, as Kafka's auto.offset.reset does. ListOffsets alone
+        decides: if a Fetch's log start was out of range itself, asking it again loops."""
         if self._tracker is not None:
-            self.activate(await self.initial_offset())
+            self.activate(await self.initial_offset(check_log_start=False))
 
     async def _list_offset(self, timestamp: int) -> int:
-        leader = await self._subscription.context.lookup.leader(self.topic, self.partition)
-        connection = await self._subscription.context.pool.get_connection(leader)
+        connection = await self._leader_connection()
         return await list_offset(
             connection, self.topic, self.partition, timestamp, isolation_level_of(self._options)
         )
+
+    async def _leader_connection(self) -> KafkaConnection:
+        leader = await self._subscription.context.lookup.leader(self.topic, self.partition)
+        connection: KafkaConnection = await self._subscription.context.pool.get_connection(leader)
+        return connection
 
     def _options_timeout(self) -> float:
         return self._subscription.context.operation_timeout

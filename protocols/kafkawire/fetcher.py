@@ -433,12 +433,29 @@ def _first_not_due(messages: Sequence[Message]) -> tuple[int, int] | None:
 def _fetch_request(
     options: ConsumerOptions, partitions: dict[str, list[tuple[int, int, int]]]
 ) -> Any:
+    return _request(
+        partitions,
+        options.fetch_max_wait_ms,
+        options.fetch_min_bytes,
+        options.fetch_max_bytes,
+        isolation_level_of(options),
+    )
+
+
+def _request(
+    partitions: dict[str, list[tuple[int, int, int]]],
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    isolation_level: int,
+) -> Any:
+    """Fetch of ``{topic: [(partition, offset, partition max bytes)]}``."""
     return FetchRequest(
         replica_id=-1,
-        max_wait_ms=options.fetch_max_wait_ms,
-        min_bytes=options.fetch_min_bytes,
-        max_bytes=options.fetch_max_bytes,
-        isolation_level=isolation_level_of(options),
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
         session_id=0,
         session_epoch=-1,
         topics=[
@@ -484,6 +501,27 @@ async def list_offset(
     request = admin_requests.list_offsets({asked: timestamp}, timeout_ms, isolation_level)
     answer = admin_requests.listed_offsets(await connection.request(request)).results()
     return answer.result(asked).offset
+
+
+async def earliest_offset(
+    connection: KafkaConnection, topic: str, partition: int, isolation_level: int
+) -> int:
+    """The partition's first offset: ListOffsets earliest, or the log start offset a Fetch
+    reports when that is lower. On Kafka the two agree. tansu answers ListOffsets earliest
+    with the batch *stored* first, which after concurrent produces to the partition may
+    follow a lower offset (docs/kafka.md); its Fetch reports the true log start. The check
+    costs a round trip only when ListOffsets answers more than 0."""
+    offset = await list_offset(connection, topic, partition, EARLIEST_TIMESTAMP, isolation_level)
+    if offset <= 0:
+        return offset
+    # Max bytes 1: a broker still answers one whole batch, the first at ``offset``. Min
+    # bytes 0 answers at once; max wait 1 ms, not 0: tansu answers a Fetch of max wait 0
+    # with no partitions at all.
+    probe = _request({topic: [(partition, offset, 1)]}, 1, 0, 1, isolation_level)
+    response = await connection.request(probe)
+    answers = [p for t in response.responses for p in t.partitions]
+    log_start = getattr(answers[0], "log_start_offset", -1) if answers else -1  # Fetch v5+
+    return log_start if 0 <= log_start < offset else offset
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

@@ -47,7 +47,7 @@ from typing import Any
 import attrs
 from kafka.protocol.admin import CreatePartitionsRequest, DeleteRecordsRequest
 from kafka.protocol.api_key import ApiKey
-from kafka.protocol.consumer import OffsetDeleteRequest
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetDeleteRequest
 from kafka.protocol.metadata import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -122,6 +122,8 @@ REQUEST_CLASSES: dict[int, Any] = {
         CreatePartitionsRequest,
         DeleteRecordsRequest,
         OffsetDeleteRequest,
+        FetchRequest,
+        ListOffsetsRequest,
     )
 }
 
