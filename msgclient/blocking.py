@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypeVar, Unpack
+from typing import Any, Generic, TypeVar, Unpack, overload
 
 from msgclient import client as async_client
 from msgclient import consumer as async_consumer
@@ -367,16 +367,36 @@ class Producer(Closing):
         """Send and wait for the broker's confirmation (options as the async ``send``)."""
         return self._runner.run(self._producer.send(value, **_unwrapped(message_options)))
 
+    @overload
+    def send_async(
+        self,
+        value: bytes | bytearray | memoryview | None,
+        callback: None = None,
+        **message_options: Unpack[MessageOptions],
+    ) -> concurrent.futures.Future[MessageId]: ...
+
+    @overload
+    def send_async(
+        self,
+        value: bytes | bytearray | memoryview | None,
+        callback: SendCallback,
+        **message_options: Unpack[MessageOptions],
+    ) -> None: ...
+
     def send_async(
         self,
         value: bytes | bytearray | memoryview | None,
         callback: SendCallback | None = None,
         **message_options: Unpack[MessageOptions],
-    ) -> concurrent.futures.Future[MessageId]:
-        """Queue a message; blocks only while the queue is full (block_if_queue_full)."""
+    ) -> concurrent.futures.Future[MessageId] | None:
+        """Queue a message; blocks only while the queue is full (block_if_queue_full).
+        Given a callback (called on the client's event loop thread), nothing is returned,
+        as the async ``send_async``."""
         enqueued = self._runner.run(
             self._producer.send_async(value, callback, **_unwrapped(message_options))
         )
+        if enqueued is None:
+            return None
         result: concurrent.futures.Future[MessageId] = concurrent.futures.Future()
         self._runner.loop.call_soon_threadsafe(_chain, enqueued, result)
         return result

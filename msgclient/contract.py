@@ -120,8 +120,9 @@ class OpSend:
     producer calls ``encoded`` and they go. What waits for the receipt is each message's
     future (and callback): one object per message fewer for the garbage collector to scan
     while thousands of messages are in flight (its full collections cost a third of a busy
-    producer's time, measured). A bulk op has one future for all its messages: it gets
-    a function of no arguments that makes their ids.
+    producer's time, measured). A message sent with a callback has no future at all. A
+    bulk op has one future for all its messages: it gets a function of no arguments that
+    makes their ids.
     """
 
     __slots__ = (
@@ -138,6 +139,7 @@ class OpSend:
         "messages",
         "payload_bytes",
         "sequence_id",
+        "settled",
     )
 
     def __init__(
@@ -145,10 +147,13 @@ class OpSend:
     ) -> None:
         self.messages = messages
         self.count = len(messages)
-        # a MessageId each; a bulk op's one future: a function that makes its ids
-        self.futures: list[asyncio.Future[Any]] = [message.future for message in messages]
+        # a MessageId each (None: a message sent with a callback and no future); a bulk
+        # op's one future: a function that makes its ids. None: no message has a future.
+        futures = [message.future for message in messages]
+        self.futures: list[asyncio.Future[Any] | None] | None = futures if any(futures) else None
         callbacks = [message.callback for message in messages]
         self.callbacks = callbacks if any(callbacks) else None
+        self.settled: asyncio.Future[None] | None = None  # made by a flush waiting for it
         self.is_batch = is_batch
         self.payload_bytes = payload_bytes
         self.created_at = created_at
@@ -178,6 +183,7 @@ class OpSend:
         op.count = len(columns.values)
         op.futures = [future]
         op.callbacks = None
+        op.settled = None
         op.is_batch = True
         op.is_bulk = True
         op.payload_bytes = payload_bytes
@@ -199,30 +205,47 @@ class OpSend:
         self.messages = []
         self.columns = None
 
+    def wait_settled(self) -> asyncio.Future[None]:
+        """A future done when the op completes or fails (``flush`` waits for the last)."""
+        if self.settled is None:
+            self.settled = asyncio.get_running_loop().create_future()
+        return self.settled
+
     def complete(self, make_ids: MessageIdsOf) -> None:
         """Each message was stored; ``make_ids(op)`` gives their ids, in order."""
+        self._settle()
+        futures = self.futures
         if self.is_bulk:
-            future = self.futures[0]
-            if not future.done():
+            future = futures[0] if futures else None
+            if future is not None and not future.done():
                 self.frame = b""  # the ids' function keeps the op: not its bytes
                 future.set_result(functools.partial(make_ids, self))
             return
         message_ids = make_ids(self)
-        for future, message_id in zip(self.futures, message_ids, strict=True):
-            if not future.done():
-                future.set_result(message_id)
+        if futures is not None:
+            for future, message_id in zip(futures, message_ids, strict=True):
+                if future is not None and not future.done():
+                    future.set_result(message_id)
         if self.callbacks is not None:
             for callback, message_id in zip(self.callbacks, message_ids, strict=True):
                 if callback is not None:
                     call_back(callback, None, message_id)
 
     def fail(self, error: BaseException) -> None:
-        for future in self.futures:
-            fail_future(future, error)
+        self._settle()
+        if self.futures is not None:
+            for future in self.futures:
+                if future is not None:
+                    fail_future(future, error)
         if self.callbacks is not None:
             for callback in self.callbacks:
                 if callback is not None:
                     call_back(callback, error, None)
+
+    def _settle(self) -> None:
+        settled = self.settled
+        if settled is not None and not settled.done():
+            settled.set_result(None)
 
 
 class ProducerEvents(ABC):

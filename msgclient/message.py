@@ -104,7 +104,7 @@ class OutgoingMessage:
     def __init__(
         self,
         value: bytes,
-        future: asyncio.Future[MessageId],
+        future: asyncio.Future[MessageId] | None,
         partition_key: str | bytes | None = None,
         ordering_key: bytes | None = None,
         properties: Mapping[str, str] | None = None,
@@ -116,7 +116,7 @@ class OutgoingMessage:
         null_value: bool = False,
     ) -> None:
         self.value = value  # empty for a null value
-        self.future = future
+        self.future = future  # None: the callback alone hears of the outcome
         self.partition_key = partition_key
         self.ordering_key = ordering_key
         self.properties = properties
@@ -128,7 +128,8 @@ class OutgoingMessage:
         self.null_value = null_value  # send(None): a tombstone for compacted topics
 
     def fail(self, error: BaseException) -> None:
-        fail_future(self.future, error)
+        if self.future is not None:
+            fail_future(self.future, error)
         if self.callback is not None:
             call_back(self.callback, error, None)
 

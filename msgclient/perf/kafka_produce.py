@@ -7,6 +7,8 @@ the best rival:
 
 - each message confirmed: msgclient's ``send_async`` futures, confluent-kafka's delivery
   callback per message, aiokafka's and kafka-python's futures;
+- a callback per message: msgclient's ``send_async(value, callback)`` (no future is made)
+  against confluent-kafka's delivery callbacks, neither keeping anything per message;
 - bulk: msgclient's ``send_many`` (10 000 values a call) against each rival's fastest way
   (confluent-kafka: ``produce`` without callbacks, then ``flush``);
 - each at its own defaults, both ways.
@@ -163,7 +165,7 @@ MSGCLIENT_LARGE: dict[str, Any] = {
 
 
 async def _msgclient(
-    target: KafkaTarget, topic: str, count: int, size: int, **options: Any
+    target: KafkaTarget, topic: str, count: int, size: int, callbacks: bool, **options: Any
 ) -> Measured:
     payload = b"x" * size
     async with msgclient.Client(target.service_url) as client:
@@ -172,22 +174,39 @@ async def _msgclient(
         await producer.send(payload)  # connection, metadata and producer id outside the clock
         send, progress = producer.send_async, Progress("msgclient", count)
         futures: list[asyncio.Future[msgclient.MessageId]] = []
+        failed = 0
+
+        def delivered(error: BaseException | None, _: msgclient.MessageId | None) -> None:
+            nonlocal failed
+            if error is not None:
+                failed += 1
+
         clock = Stopwatch()
         for done in range(0, count, CHUNK):
-            futures += [await send(payload) for _ in range(min(CHUNK, count - done))]
-            progress(min(done + CHUNK, count))
+            chunk = min(CHUNK, count - done)
+            if callbacks:  # as confluent's callback row: no future a message, nothing kept
+                for _ in range(chunk):
+                    await send(payload, delivered)
+            else:
+                futures += [await send(payload) for _ in range(chunk)]
+            progress(done + chunk)
         await asyncio.wait_for(producer.flush(), STALL_SECONDS)
-        _check_failures("msgclient", _failed(futures))
+        _check_failures("msgclient", failed + _failed(futures))
         measured = clock.stop(count)
         await producer.close()
     return measured
 
 
 def msgclient_produce(
-    target: KafkaTarget, topic: str, count: int, size: int, options: dict[str, Any]
+    target: KafkaTarget,
+    topic: str,
+    count: int,
+    size: int,
+    options: dict[str, Any],
+    callbacks: bool = False,
 ) -> Measured:
     with ClientWarnings():
-        return event_loop.run(_msgclient(target, topic, count, size, **options))
+        return event_loop.run(_msgclient(target, topic, count, size, callbacks, **options))
 
 
 async def _msgclient_bulk(
@@ -359,6 +378,16 @@ CONTENDERS = (
         functools.partial(msgclient_produce, options=MSGCLIENT_DEFAULTS),
     ),
     Contender(
+        "msgclient callbacks",
+        SAME + "; send_async with a callback per message (no future), then flush",
+        functools.partial(msgclient_produce, options=MSGCLIENT_SAME, callbacks=True),
+    ),
+    Contender(
+        "msgclient callbacks defaults",
+        "its kafka:// defaults; send_async with a callback per message, then flush",
+        functools.partial(msgclient_produce, options=MSGCLIENT_DEFAULTS, callbacks=True),
+    ),
+    Contender(
         "msgclient send_many",
         f"{SAME}; {BULK}",
         functools.partial(msgclient_bulk, options=MSGCLIENT_SAME),
@@ -416,6 +445,14 @@ COMPARISONS = (
     Comparison("each message confirmed, same settings", "msgclient", CONFIRMED_RIVALS),
     Comparison(
         "each message confirmed, each at its defaults", "msgclient defaults", RIVAL_DEFAULTS
+    ),
+    Comparison(
+        "a callback per message, same settings", "msgclient callbacks", ("confluent callbacks",)
+    ),
+    Comparison(
+        "a callback per message, each at its defaults",
+        "msgclient callbacks defaults",
+        ("confluent callbacks defaults",),
     ),
     Comparison(
         "bulk against each rival's fastest way, same settings",

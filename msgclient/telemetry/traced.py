@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, Unpack, overload
 
 from msgclient.consumer import Consumer
 from msgclient.message import Message, MessageId, SendCallback
@@ -25,22 +25,41 @@ class TracedProducer(Producer):
         super().__init__(*args, **kwargs)
         self._tracing = tracing
 
+    @overload
+    async def send_async(
+        self,
+        value: bytes | bytearray | memoryview | None,
+        callback: None = None,
+        **options: Unpack[MessageOptions],
+    ) -> asyncio.Future[MessageId]: ...
+
+    @overload
+    async def send_async(
+        self,
+        value: bytes | bytearray | memoryview | None,
+        callback: SendCallback,
+        **options: Unpack[MessageOptions],
+    ) -> None: ...
+
     async def send_async(
         self,
         value: bytes | bytearray | memoryview | None,
         callback: SendCallback | None = None,
         **options: Unpack[MessageOptions],
-    ) -> asyncio.Future[MessageId]:
+    ) -> asyncio.Future[MessageId] | None:
         properties = options.get("properties")
         check_properties("properties", properties)  # as the plain send: before any span
         span, carrier = self._tracing.start_send(self.topic)
         options["properties"] = {**properties, **carrier} if properties else carrier
+        if callback is not None:  # no future then: the callback ends the span
+            callback = self._tracing.ending_with(span, callback)
         try:
             future = await super().send_async(value, callback, **options)
         except BaseException as error:
             end(span, error)
             raise
-        self._tracing.end_when_done(span, future)
+        if future is not None:
+            self._tracing.end_when_done(span, future)
         return future
 
     async def send_many_async(

@@ -18,7 +18,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 
 from msgclient._version import __version__
-from msgclient.message import Message
+from msgclient.message import Message, MessageId, SendCallback
 
 
 class Tracing:
@@ -53,6 +53,15 @@ class Tracing:
     def end_when_done(self, span: Span, future: asyncio.Future[Any]) -> None:
         """End ``span`` when the broker confirmed or the send failed."""
         future.add_done_callback(lambda done: end(span, _error_of(done)))
+
+    def ending_with(self, span: Span, callback: SendCallback) -> SendCallback:
+        """``callback``, ending ``span`` first: for a send that has no future."""
+
+        def ended(error: BaseException | None, message_id: MessageId | None) -> None:
+            end(span, error)
+            callback(error, message_id)
+
+        return ended
 
     # -- receiving ----------------------------------------------------------------------
 

@@ -289,12 +289,20 @@ async def test_deliver_after_holds_the_partition_until_due(
         producer = await client.create_producer(topic)
         consumer = await client.subscribe(topic, "g-" + topic, **GROUP)
         sent_at = time.monotonic()
-        await producer.send(b"later", deliver_after=700)
+        confirmed: asyncio.Future[msgclient.MessageId] = asyncio.Future()
+
+        def callback(error: BaseException | None, message_id: msgclient.MessageId | None) -> None:
+            confirmed.set_result(message_id)  # type: ignore[arg-type]
+
+        # With a callback (no future): the message is copied to carry the header.
+        await producer.send_async(b"later", callback, deliver_after=700)
+        later_id = await within(confirmed)
         await producer.send(b"behind it")
         first = await within(consumer.receive(timeout_millis=10_000))
         waited = time.monotonic() - sent_at
         second = await within(consumer.receive(timeout_millis=10_000))
     assert (first.data(), second.data()) == (b"later", b"behind it")
+    assert first.message_id() == later_id
     assert waited >= 0.65
 
 

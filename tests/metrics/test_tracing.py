@@ -68,3 +68,25 @@ async def test_a_failed_send_ends_its_span_with_the_error(pulsar_broker: Any, to
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes is not None and span.attributes["error.type"] == "AlreadyClosedError"
+
+
+async def test_a_send_with_a_callback_ends_its_span_when_the_callback_runs(
+    pulsar_broker: Any, topic: str
+) -> None:
+    """A send_async with a callback has no future: the callback ends the span, first."""
+    provider, exporter = tracer_provider()
+    ended_before: list[int] = []
+    async with msgclient.Client(pulsar_broker.service_url, tracer_provider=provider) as client:
+        producer = await within(client.create_producer(topic))
+        confirmed: asyncio.Future[msgclient.MessageId | None] = asyncio.Future()
+
+        def callback(error: BaseException | None, message_id: msgclient.MessageId | None) -> None:
+            ended_before.append(len(exporter.get_finished_spans()))
+            confirmed.set_result(message_id)
+
+        assert await within(producer.send_async(b"called back", callback)) is None
+        assert await within(confirmed) is not None
+    (span,) = exporter.get_finished_spans()
+    assert ended_before == [1]
+    assert span.name == f"send {producer.topic}"
+    assert span.status.status_code is StatusCode.UNSET

@@ -725,6 +725,49 @@ async def test_an_encoded_op_keeps_futures_and_callbacks_but_not_the_messages(
     assert len(called) == 1 and isinstance(called[0][0], MsgClientError)
 
 
+async def test_a_send_with_a_callback_makes_no_future_and_flush_waits_for_it(
+    make_harness: MakeHarness,
+) -> None:
+    """As pulsar-client's send_async(content, callback): nothing returned, the callback
+    hears; an op of callbacks alone keeps no futures, and flush still waits for it."""
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=2)
+    await h.start()
+    producer = producer_over(h)
+    called: list[tuple[BaseException | None, MessageId | None]] = []
+
+    def callback(error: BaseException | None, message_id: MessageId | None) -> None:
+        called.append((error, message_id))
+
+    assert await producer.send_async(b"a", callback) is None
+    assert await producer.send_async(b"b", callback) is None  # closes the batch
+    (op,) = h.producer._pending
+    assert op.futures is None and op.callbacks == [callback, callback]
+    flush = asyncio.ensure_future(producer.flush())
+    await asyncio.sleep(0)
+    assert not flush.done()
+    h.transport.receipt(0, 1)
+    async with asyncio.timeout(WAIT):
+        await flush
+    assert called == [(None, FakeMessageId(0, 0)), (None, FakeMessageId(0, 1))]
+    # A batch of both kinds: the future and the callback each get their own message's id.
+    called.clear()
+    future = await producer.send_async(b"c")
+    assert await producer.send_async(b"d", callback) is None
+    h.transport.receipt(2, 3)
+    assert future.result() == FakeMessageId(2, 0)
+    assert called == [(None, FakeMessageId(2, 1))]
+    # Failure reaches the callback; flush of a failed op returns.
+    called.clear()
+    await producer.send_async(b"e", callback)
+    flush = asyncio.ensure_future(producer.flush())
+    await h.transport.wait_until(lambda: len(h.transport.written) == 3)
+    await h.producer.close(0)
+    async with asyncio.timeout(WAIT):
+        await flush
+    ((error, message_id),) = called
+    assert isinstance(error, MsgClientError) and message_id is None
+
+
 # -- chunked messages: a pending-message permit per chunk ----------------------------------
 
 CHUNKING = {"batching_enabled": False, "chunking_enabled": True}

@@ -182,7 +182,8 @@ class PartitionProducer(ProducerEvents):
         self._close_batch()
         last = self._pending.peek_last()
         if last is not None:
-            await asyncio.wait([last.futures[-1]])
+            # wait(), not await: a cancelled flush must not cancel the op's shared future
+            await asyncio.wait([last.wait_settled()])
 
     async def close(self, flush_timeout: float) -> None:
         """Flush (for at most ``flush_timeout`` s), then unregister.
