@@ -85,7 +85,7 @@ def run_produce(url: str, args: argparse.Namespace, results: Results) -> None:
         if client == "msgclient":
             options = rows[row].msgclient
             measured = pulsar_produce.msgclient_produce(
-                url, topic, count, args.size, options, rows[row].bulk
+                url, topic, count, args.size, options, rows[row].bulk, rows[row].callbacks
             )
         else:
             options = rows[row].official

@@ -17,6 +17,7 @@ batches in the Python workers), the ceiling of any Python sink. Rounds alternate
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from contextlib import ExitStack
@@ -26,6 +27,7 @@ from typing import Any
 import msgclient
 from msgclient.embedded import KafkaBroker, PulsarBroker
 from msgclient.perf import event_loop
+from msgclient.perf.stopwatch import MachineClock
 from msgclient.spark.sink_options import WRITER_DEFAULTS
 
 CHUNK = 10_000
@@ -37,6 +39,15 @@ class SinkResult:
     sink_rate: float  # rows/s
     exactly_once_rate: float | None  # rows/s (Kafka)
     discard_rate: float  # rows/s, Spark alone
+    # CPU microseconds a row of every process (JVM, Python workers, broker) in the best
+    # round of each; None where the machine's counters cannot be read
+    cpu_us: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class _Round:
+    rate: float
+    cpu_us: float | None
 
 
 def run(
@@ -52,41 +63,66 @@ def run(
     embedded one)."""
     # A topic for each write (the warm-up's, and up to three a round), made with the broker.
     topics = [f"perf-sink-{uuid.uuid4().hex[:8]}" for _ in range(1 + 3 * rounds)]
+    best: dict[str, _Round] = {}
+
+    def keep(number: int, name: str, measured: _Round, unit: str) -> None:
+        cpu = "" if measured.cpu_us is None else f"   {measured.cpu_us:5.2f} CPU µs a row"
+        print(f"  round {number}: {name:<26}{measured.rate:>10,.0f} {unit}{cpu}", flush=True)
+        if name not in best or measured.rate > best[name].rate:
+            best[name] = measured
+
     with ExitStack() as stack:
         url = url or _start_broker(stack, broker, topics, partitions)
         if url.startswith("kafka"):
             _create_kafka_topics(url, topics, partitions)
         print(f"broker {url}; {messages:,} x {size} B rows, {partitions} partitions")
+        print("(CPU: every process of the machine, the broker's and Spark's JVM included)")
         spark = _session(stack, master, url, topics.pop(), size)
-        plain = sink = exactly_once = discard = 0.0
         kafka = url.startswith("kafka")
+        sink_name = f"spark sink ({master})"
         for number in range(1, rounds + 1):
-            rate = _plain_produce(url, topics.pop(), messages, size)
-            print(f"  round {number}: plain msgclient producer {rate:>10,.0f} msg/s", flush=True)
-            plain = max(plain, rate)
-            rate = _spark_write(spark, url, topics.pop(), messages, size, partitions)
-            print(f"  round {number}: spark sink ({master})     {rate:>10,.0f} rows/s", flush=True)
-            sink = max(sink, rate)
+            plain_round = _plain_produce(url, topics.pop(), messages, size)
+            keep(number, "plain msgclient producer", plain_round, "msg/s")
+            sink_round = _spark_write(spark, url, topics.pop(), messages, size, partitions)
+            keep(number, sink_name, sink_round, "rows/s")
             if kafka:
-                rate = _spark_write(spark, url, topics.pop(), messages, size, partitions, True)
-                print(f"  round {number}: spark sink exactlyOnce {rate:>10,.0f} rows/s", flush=True)
-                exactly_once = max(exactly_once, rate)
-            rate = _discard(spark, messages, size, partitions)
-            print(f"  round {number}: spark, rows discarded  {rate:>10,.0f} rows/s", flush=True)
-            discard = max(discard, rate)
-    print(f"best of {rounds} rounds:")
-    print(f"  plain msgclient producer {plain:>12,.0f} msg/s")
-    print(f"  spark sink ({master})     {sink:>12,.0f} rows/s   {sink / plain:.2f}x plain")
-    if kafka:
+                written = _spark_write(spark, url, topics.pop(), messages, size, partitions, True)
+                keep(number, "spark sink exactlyOnce", written, "rows/s")
+            discarded = _discard(spark, messages, size, partitions)
+            keep(number, "spark, rows discarded", discarded, "rows/s")
+    plain = best["plain msgclient producer"].rate
+    print(f"best of {rounds} rounds (msg/s or rows/s; x plain; CPU µs a row, all processes):")
+    notes = {"spark, rows discarded": "(Spark alone: the ceiling of a Python sink)"}
+    for name, measured in best.items():
+        cpu = "" if measured.cpu_us is None else f"{measured.cpu_us:6.2f} µs"
         print(
-            f"  spark sink exactlyOnce  {exactly_once:>12,.0f} rows/s   "
-            f"{exactly_once / plain:.2f}x plain"
+            f"  {name:<26}{measured.rate:>12,.0f}   {measured.rate / plain:.2f}x   {cpu}  "
+            f"{notes.get(name, '')}"
         )
-    print(
-        f"  spark, rows discarded  {discard:>12,.0f} rows/s   {discard / plain:.2f}x plain "
-        "(Spark alone: the ceiling of a Python sink)"
+    _print_ceiling(best, sink_name)
+    return SinkResult(
+        plain,
+        best[sink_name].rate,
+        best["spark sink exactlyOnce"].rate if kafka else None,
+        best["spark, rows discarded"].rate,
+        {name: measured.cpu_us for name, measured in best.items()},
     )
-    return SinkResult(plain, sink, exactly_once if kafka else None, discard)
+
+
+def _print_ceiling(best: dict[str, _Round], sink_name: str) -> None:
+    """What the machine's cores allow the sink: they spend its CPU a row on Spark's own
+    work (the discarding sink's CPU a row) and on producing (the plain producer's)."""
+    discard, plain = best["spark, rows discarded"].cpu_us, best["plain msgclient producer"].cpu_us
+    sink = best[sink_name].cpu_us
+    cores = os.cpu_count() or 1
+    if discard is None or plain is None or sink is None:
+        return
+    print(
+        f"  on {cores} cores: Spark alone + plain producing = {discard + plain:.2f} µs a row, "
+        f"the sink spent {sink:.2f}; at that CPU a row the cores allow at most "
+        f"{cores / sink * 1e6:,.0f} rows/s "
+        f"({cores / sink * 1e6 / best['plain msgclient producer'].rate:.2f}x plain)"
+    )
 
 
 def _start_broker(stack: ExitStack, broker: str, topics: list[str], partitions: int) -> str:
@@ -108,20 +144,33 @@ def _create_kafka_topics(url: str, topics: list[str], partitions: int) -> None:
         admin.close()
 
 
-def _plain_produce(url: str, topic: str, count: int, size: int) -> float:
-    async def produce() -> float:
+def _plain_produce(url: str, topic: str, count: int, size: int) -> _Round:
+    async def produce() -> _Round:
         async with msgclient.Client(url) as client:
             producer = await client.create_producer(topic, **WRITER_DEFAULTS)
             await producer.send(b"warm-up")
             payload = b"x" * size
-            started = time.perf_counter()
+            measured = _Measuring(count)
             for done in range(0, count, CHUNK):
                 await producer.send_many([payload] * min(CHUNK, count - done))
-            elapsed = time.perf_counter() - started
+            result = measured.stop()
             await producer.close()
-            return count / elapsed
+            return result
 
     return event_loop.run(produce())
+
+
+class _Measuring:
+    """Wall time and every process's CPU time from now to ``stop`` for ``count`` rows."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._cpu = MachineClock()
+        self._started = time.perf_counter()
+
+    def stop(self) -> _Round:
+        elapsed = time.perf_counter() - self._started
+        return _Round(self._count / elapsed, self._cpu.stop(self._count))
 
 
 def _frame(spark: Any, count: int, size: int, partitions: int) -> Any:
@@ -145,11 +194,11 @@ def _session(stack: ExitStack, master: str, url: str, topic: str, size: int) -> 
     return spark
 
 
-def _discard(spark: Any, count: int, size: int, partitions: int) -> float:
+def _discard(spark: Any, count: int, size: int, partitions: int) -> _Round:
     writer = _frame(spark, count, size, partitions).write.format("msgclient-perf-discard")
-    started = time.perf_counter()
+    measured = _Measuring(count)
     writer.mode("append").save()
-    return count / (time.perf_counter() - started)
+    return measured.stop()
 
 
 def _spark_write(
@@ -160,7 +209,7 @@ def _spark_write(
     size: int,
     partitions: int,
     exactly_once: bool = False,
-) -> float:
+) -> _Round:
     writer = (
         _frame(spark, count, size, partitions)
         .write.format("msgclient")
@@ -169,6 +218,6 @@ def _spark_write(
         .option("exactlyOnce", str(exactly_once).lower())
         .mode("append")
     )
-    started = time.perf_counter()
+    measured = _Measuring(count)
     writer.save()
-    return count / (time.perf_counter() - started)
+    return measured.stop()

@@ -2,13 +2,17 @@
 
 CPU time is ``time.process_time()``: user and system time of every thread of this process,
 so a client that works in threads of its own (librdkafka's) is charged for them too. The
-broker runs in a process of its own and is not counted.
+broker runs in a process of its own and is not counted. ``MachineClock`` counts every
+process's CPU time instead (Linux ``/proc/stat``): a Spark job's JVM, its Python workers
+and the broker together.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -30,3 +34,29 @@ class Stopwatch:
         wall = time.perf_counter() - self._wall
         cpu = time.process_time() - self._cpu
         return Measured(count / wall, cpu / count * 1e6)
+
+
+class MachineClock:
+    """Started when made; ``stop(count)`` gives the CPU microseconds every process of the
+    machine spent a message since (user, nice, system, irq and softirq time of all cores),
+    or None where ``/proc/stat`` is not there."""
+
+    _STAT = Path("/proc/stat")
+
+    def __init__(self) -> None:
+        self._busy = self._busy_seconds()
+
+    def stop(self, count: int) -> float | None:
+        busy = self._busy_seconds()
+        if busy is None or self._busy is None:
+            return None
+        return (busy - self._busy) / count * 1e6
+
+    @classmethod
+    def _busy_seconds(cls) -> float | None:
+        try:
+            fields = cls._STAT.read_text().split("\n", 1)[0].split()
+        except OSError:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+        return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
