@@ -19,8 +19,10 @@ from msgclient.spark.options import TopicSelection
 from msgclient.spark.positions import (
     Position,
     Protocol,
+    PulsarPosition,
     covers,
     end_after,
+    is_last_up_to,
     pulsar_position,
     reader_start,
 )
@@ -120,6 +122,8 @@ async def after_messages(
                 if not covers(end, message_id):
                     break  # past the end
                 position, seen = pulsar_position(message_id), seen + 1
+                if isinstance(end, PulsarPosition) and is_last_up_to(end, message_id):
+                    break  # nothing more comes up to the end: no wait for the probe
     except (TimeoutError, ReceiveTimeoutError):
         pass
     finally:

@@ -89,6 +89,21 @@ def covers(position: Position, message_id: MessageId) -> bool:
     return message_key(message_id) <= position.key()
 
 
+def is_last_up_to(position: PulsarPosition, message_id: MessageId) -> bool:
+    """Whether ``message_id`` is the last Pulsar message up to ``position``: its own place,
+    or the last index of the whole entry ``position`` names."""
+    key = message_key(message_id)
+    if key == position.key():
+        return True
+    assert isinstance(message_id, PulsarMessageId)
+    return (
+        position.batch < 0
+        and (position.ledger, position.entry) == key[:2]
+        and message_id.batch_size > 0
+        and message_id.batch_index == message_id.batch_size - 1
+    )
+
+
 def message_key(message_id: MessageId) -> tuple[int, int, int]:
     """A Pulsar message's place, comparable with ``PulsarPosition.key()``."""
     assert isinstance(message_id, PulsarMessageId)

@@ -20,6 +20,7 @@ from msgclient.spark.positions import (
     end_after,
     from_json,
     is_before,
+    is_last_up_to,
     start_at,
     to_json,
 )
@@ -60,6 +61,19 @@ def test_pulsar_positions_order_whole_entries_after_their_messages() -> None:
     assert end_after(Protocol.KAFKA, None) == 0
     assert end_after(Protocol.KAFKA, KafkaMessageId("t", 1, 41)) == 42
     assert covers(42, KafkaMessageId("t", 1, 41)) and not covers(42, KafkaMessageId("t", 1, 42))
+
+
+def test_the_last_message_up_to_a_position_is_known_without_reading_past_it() -> None:
+    """What lets a count of messages up to a partition's end stop at its last message
+    instead of waiting for one more (the planner's probe)."""
+    unbatched = PulsarPosition(4, 10, -1)
+    assert is_last_up_to(unbatched, PulsarMessageId(4, 10, 2))
+    assert not is_last_up_to(unbatched, PulsarMessageId(4, 9, 2))
+    # An end inside an entry: its own index; an end naming the whole entry: its last index.
+    assert is_last_up_to(PulsarPosition(4, 10, 3), PulsarMessageId(4, 10, 2, 3, 8))
+    assert not is_last_up_to(PulsarPosition(4, 10, 3), PulsarMessageId(4, 10, 2, 2, 8))
+    assert is_last_up_to(unbatched, PulsarMessageId(4, 10, 2, 7, 8))
+    assert not is_last_up_to(unbatched, PulsarMessageId(4, 10, 2, 6, 8))
 
 
 def test_counting_entries_and_offsets() -> None:
