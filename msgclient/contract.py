@@ -33,7 +33,7 @@ from msgclient.errors import (
     NotSupportedError,
     UnknownProtocolError,
 )
-from msgclient.message import Message, MessageId, OutgoingMessage, call_back, fail_future
+from msgclient.message import Message, MessageId, OutgoingMessage, call_each, fail_future
 from msgclient.options import (
     ClientOptions,
     ConsumerOptions,
@@ -227,9 +227,7 @@ class OpSend:
                 if future is not None and not future.done():
                     future.set_result(message_id)
         if self.callbacks is not None:
-            for callback, message_id in zip(self.callbacks, message_ids, strict=True):
-                if callback is not None:
-                    call_back(callback, None, message_id)
+            call_each(zip(self.callbacks, message_ids, strict=True), None)
 
     def fail(self, error: BaseException) -> None:
         self._settle()
@@ -238,9 +236,7 @@ class OpSend:
                 if future is not None:
                     fail_future(future, error)
         if self.callbacks is not None:
-            for callback in self.callbacks:
-                if callback is not None:
-                    call_back(callback, error, None)
+            call_each(((callback, None) for callback in self.callbacks), error)
 
     def _settle(self) -> None:
         settled = self.settled

@@ -146,9 +146,30 @@ def call_back(callback: SendCallback, error: BaseException | None, message_id: A
     try:
         callback(error, message_id)
     except Exception as exc:  # a user callback must not break the producer
-        asyncio.get_running_loop().call_exception_handler(
-            {"message": "exception in send callback", "exception": exc}
-        )
+        _report_callback_error(exc)
+
+
+def call_each(
+    calls: Iterable[tuple[SendCallback | None, Any]], error: BaseException | None
+) -> None:
+    """``callback(error, message_id)`` for each pair whose callback is not None. One
+    try around the loop, not a call per message: a callback that raises is reported and
+    the loop goes on with the next."""
+    pending = iter(calls)
+    while True:
+        try:
+            for callback, message_id in pending:
+                if callback is not None:
+                    callback(error, message_id)
+            return
+        except Exception as exc:  # a user callback must not break the producer
+            _report_callback_error(exc)
+
+
+def _report_callback_error(exc: Exception) -> None:
+    asyncio.get_running_loop().call_exception_handler(
+        {"message": "exception in send callback", "exception": exc}
+    )
 
 
 class Message:

@@ -768,6 +768,37 @@ async def test_a_send_with_a_callback_makes_no_future_and_flush_waits_for_it(
     assert isinstance(error, MsgClientError) and message_id is None
 
 
+async def test_a_raising_callback_is_reported_and_the_others_still_run(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3)
+    await h.start()
+    producer = producer_over(h)
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    called: list[str] = []
+
+    def calling(name: str) -> Callable[[BaseException | None, MessageId | None], None]:
+        def callback(error: BaseException | None, message_id: MessageId | None) -> None:
+            called.append(name)
+            if name == "b":
+                raise RuntimeError("the application's bug")
+
+        return callback
+
+    try:
+        for name in "abc":
+            await producer.send_async(name.encode(), calling(name))
+        h.transport.receipt(0, 2)
+    finally:
+        loop.set_exception_handler(None)
+    assert called == ["a", "b", "c"]
+    (context,) = reported
+    assert context["message"] == "exception in send callback"
+    assert str(context["exception"]) == "the application's bug"
+
+
 # -- chunked messages: a pending-message permit per chunk ----------------------------------
 
 CHUNKING = {"batching_enabled": False, "chunking_enabled": True}
