@@ -57,15 +57,6 @@ def check_value(value: object, size_limit: int, topic: str) -> None:
     )
 
 
-def uniform_size(values: Sequence[bytes | None]) -> int | None:
-    """The size of every value when all are bytes of one size, else None; found by two
-    passes in C (a Python loop over the values costs more than their encoding)."""
-    if type(values[0]) is not bytes or set(map(type, values)) != {bytes}:
-        return None
-    sizes = set(map(len, values))  # type: ignore[arg-type]  # all bytes: checked above
-    return sizes.pop() if len(sizes) == 1 else None
-
-
 def uniform_cuts(
     count: int, size: int, max_count: int, max_bytes: int
 ) -> Iterator[tuple[int, int, int]]:
@@ -101,6 +92,17 @@ class _BatchProbe:
     def __init__(self, partition_key: str | bytes | None, size: int) -> None:
         self.partition_key = partition_key
         self.value = range(size)
+
+
+class RoutingProbe:
+    """What a built-in router sees of a message sent without options (which has no
+    OutgoingMessage): no key, and its value, set before each call."""
+
+    __slots__ = ("partition_key", "value")
+
+    def __init__(self) -> None:
+        self.partition_key: str | bytes | None = None
+        self.value: bytes = b""
 
 
 def batch_probe(size: int) -> OutgoingMessage:

@@ -33,7 +33,14 @@ from msgclient.errors import (
     NotSupportedError,
     UnknownProtocolError,
 )
-from msgclient.message import Message, MessageId, OutgoingMessage, call_each, fail_future
+from msgclient.message import (
+    Message,
+    MessageId,
+    OutgoingMessage,
+    SendCallback,
+    call_each,
+    fail_future,
+)
 from msgclient.options import (
     ClientOptions,
     ConsumerOptions,
@@ -107,6 +114,15 @@ class ValueColumns:
         )
 
 
+def uniform_size(values: Sequence[bytes | None]) -> int | None:
+    """The size of every value when all are bytes of one size, else None; found by two
+    passes in C (a Python loop over the values costs more than their encoding)."""
+    if type(values[0]) is not bytes or set(map(type, values)) != {bytes}:
+        return None
+    sizes = set(map(len, values))  # type: ignore[arg-type]  # all bytes: checked above
+    return sizes.pop() if len(sizes) == 1 else None
+
+
 # The ids of an op's messages, in order, made when asked (a bulk op's are never made
 # unless the caller looks).
 MessageIdsOf = Callable[["OpSend"], list[MessageId]]
@@ -177,15 +193,41 @@ class OpSend:
     ) -> OpSend:
         """A batch of a bulk send: ``columns`` numbered from ``first_sequence_id``;
         ``future`` gets a function that makes the messages' ids."""
+        op = cls._of_columns(columns, first_sequence_id, payload_bytes, created_at)
+        op.futures = [future]
+        op.callbacks = None
+        op.is_bulk = True
+        return op
+
+    @classmethod
+    def of_plain(
+        cls,
+        columns: ValueColumns,
+        first_sequence_id: int,
+        futures: list[asyncio.Future[Any] | None],
+        callbacks: list[SendCallback | None],
+        payload_bytes: int,
+        created_at: float,
+    ) -> OpSend:
+        """A batch of ``send_async`` messages without options, kept as columns (no
+        ``OutgoingMessage`` each): each has its future or callback, as in a batch of
+        messages."""
+        op = cls._of_columns(columns, first_sequence_id, payload_bytes, created_at)
+        op.futures = futures if any(futures) else None
+        op.callbacks = callbacks if any(callbacks) else None
+        op.is_bulk = False
+        return op
+
+    @classmethod
+    def _of_columns(
+        cls, columns: ValueColumns, first_sequence_id: int, payload_bytes: int, created_at: float
+    ) -> OpSend:
         op = cls.__new__(cls)
         op.messages = []
         op.columns = columns
         op.count = len(columns.values)
-        op.futures = [future]
-        op.callbacks = None
         op.settled = None
         op.is_batch = True
-        op.is_bulk = True
         op.payload_bytes = payload_bytes
         op.created_at = created_at
         op.sequence_id = first_sequence_id

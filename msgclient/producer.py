@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack, overload
 
 from msgclient import bulk_columns
 from msgclient.closing import AsyncClosing
-from msgclient.contract import Router, ValueColumns
+from msgclient.contract import Router, ValueColumns, uniform_size
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
 from msgclient.errors import (
@@ -80,6 +80,10 @@ class Producer(AsyncClosing):
         self._memory = memory
         self._block = options.block_if_queue_full
         self._chunking = options.chunking_enabled  # read per message: one attribute
+        # A message without options goes to the batch as columns, with no OutgoingMessage
+        # (enqueue_plain): where batches take them, and no custom router wants to see it.
+        self._plain = partitions[0].takes_plain and options.message_router is None
+        self._routing_probe = bulk_columns.RoutingProbe()  # what a router sees of one
         self._close_timeout = close_timeout
         self._on_closed = on_closed
         self._transactions = transactions
@@ -193,16 +197,25 @@ class Producer(AsyncClosing):
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         future = None if callback is not None else self._loop.create_future()
-        if options:
-            message = _with_options(value, future, callback, null_value, options)
+        message = None
+        if not options and self._plain:
+            if self._router is None:
+                producer = partitions[0]
+            else:
+                probe = self._routing_probe
+                probe.value = value
+                producer = partitions[self._router(probe)]  # type: ignore[arg-type]
         else:
-            message = OutgoingMessage(
-                value, future, None, None, None, None, None, None, callback, None, null_value
-            )
-        producer = partitions[0] if self._router is None else partitions[self._router(message)]
-        if self._chunking:
-            await self._send_chunkable(message, producer, transaction, self._block)
-            return future
+            if options:
+                message = _with_options(value, future, callback, null_value, options)
+            else:
+                message = OutgoingMessage(
+                    value, future, None, None, None, None, None, None, callback, None, null_value
+                )
+            producer = partitions[0] if self._router is None else partitions[self._router(message)]
+            if self._chunking:
+                await self._send_chunkable(message, producer, transaction, self._block)
+                return future
         pending = producer.pending_messages
         if not pending.try_acquire(1):
             await self._wait_for_slot(pending, producer.topic, self._block)
@@ -210,7 +223,11 @@ class Producer(AsyncClosing):
             await self._wait_for_memory(pending, size, self._block)
         if transaction is not None and transaction.state is not TransactionState.OPEN:
             _ended_while_waiting(transaction, pending, self._memory, 1, size)
-        self._batch_closed = producer.enqueue(message)
+        if message is None:
+            plain = None if null_value else value
+            self._batch_closed = producer.enqueue_plain(plain, size, future, callback)
+        else:
+            self._batch_closed = producer.enqueue(message)
         return future
 
     async def _send_chunkable(
@@ -320,14 +337,14 @@ class Producer(AsyncClosing):
                 values, checked_keys, properties, event_timestamps, partition, transaction
             )
         size_limit = partitions[0].max_message_size
-        uniform_size = bulk_columns.uniform_size(values)
-        if uniform_size is None:
+        size_of_each = uniform_size(values)
+        if size_of_each is None:
             for value in values:
                 if value is not None and (type(value) is not bytes or len(value) > size_limit):
                     bulk_columns.check_value(value, size_limit, self.topic)
-        elif uniform_size > size_limit:
+        elif size_of_each > size_limit:
             bulk_columns.check_value(values[0], size_limit, self.topic)
-        records = ValueColumns(values, checked_keys, properties, event_timestamps, uniform_size)
+        records = ValueColumns(values, checked_keys, properties, event_timestamps, size_of_each)
         options = self._options
         max_count = options.batching_max_messages if options.batching_enabled else 1
         max_bytes = min(options.batching_max_allowed_size_in_bytes, size_limit)
@@ -335,8 +352,8 @@ class Producer(AsyncClosing):
         if checked_keys is None or partition is not None:
             cuts = (
                 bulk_columns.cuts(values, max_count, max_bytes)
-                if uniform_size is None
-                else bulk_columns.uniform_cuts(count, uniform_size, max_count, max_bytes)
+                if size_of_each is None
+                else bulk_columns.uniform_cuts(count, size_of_each, max_count, max_bytes)
             )
             for start, end, size in cuts:
                 if partition is not None:

@@ -108,13 +108,12 @@ async def test_an_encoding_failure_fails_exactly_its_batch_with_a_typed_error(
                 raise AttributeError("boom")
 
             monkeypatch.setattr(transport, "encode", broken_encode)
-            doomed = [
-                await producer.send_async(
-                    b"x%d" % i, callback=lambda e, _: callback_errors.append(e)
-                )
-                for i in range(3)
-            ]
+            # One batch of both kinds: three futures, then three callbacks (no future).
+            doomed = [await producer.send_async(b"x%d" % i) for i in range(3)]
+            for i in range(3):
+                await producer.send_async(b"y%d" % i, lambda e, _: callback_errors.append(e))
             _, pending = await within(asyncio.wait(doomed, timeout=5))
+            await within(producer.flush())
             assert not pending, "a batch whose encoding failed left futures pending"
             for future in doomed:
                 error = future.exception()

@@ -75,6 +75,8 @@ class FakeTransport(ProducerTransport):
         self.closed = False
         self.encode_error: MsgClientError | None = None
         self.chunk_size: int | None = None  # an unbatched message over it goes in chunks
+        self.encoded: list[list[bytes | None]] = []  # each op's values (None: a null value)
+        self.as_columns: list[bool] = []  # each op: values as columns (no OutgoingMessage)
         self._changed = asyncio.Event()
 
     # -- ProducerTransport --------------------------------------------------------------
@@ -93,6 +95,11 @@ class FakeTransport(ProducerTransport):
             raise self.encode_error
         if self.chunk_size is not None and not op.is_batch:
             op.chunks = -(-len(op.messages[0].value) // self.chunk_size)
+        self.as_columns.append(op.columns is not None)
+        if op.columns is not None:
+            self.encoded.append(list(op.columns.values))
+        else:
+            self.encoded.append([None if m.null_value else m.value for m in op.messages])
         return f"{op.sequence_id}-{op.highest_sequence_id}".encode()
 
     def write(self, op: OpSend) -> None:
@@ -140,9 +147,11 @@ class Harness:
         memory_limit: int = 0,
         max_pending: int = 0,
         clock: FakeScheduler | None = None,
+        columns: bool = False,
         **options: Any,
     ) -> None:
         self.memory = Limit(memory_limit)
+        self.columns = columns  # the transport encodes columns: messages without options go so
         self.transports: list[FakeTransport] = []
         self.producer = PartitionProducer(
             TOPIC,
@@ -156,6 +165,7 @@ class Harness:
 
     def _transport_factory(self, events: ProducerEvents) -> ProducerTransport:
         transport = FakeTransport(events)
+        transport.encodes_columns = self.columns
         self.transports.append(transport)
         return transport
 
@@ -797,6 +807,91 @@ async def test_a_raising_callback_is_reported_and_the_others_still_run(
     (context,) = reported
     assert context["message"] == "exception in send callback"
     assert str(context["exception"]) == "the application's bug"
+
+
+# -- messages without options: kept by the batch as columns -------------------------------
+
+
+async def test_messages_without_options_go_as_columns_with_their_futures_and_callbacks(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=3, columns=True)
+    await h.start()
+    producer = producer_over(h)
+    called: list[tuple[BaseException | None, MessageId | None]] = []
+
+    def callback(error: BaseException | None, message_id: MessageId | None) -> None:
+        called.append((error, message_id))
+
+    first = await producer.send_async(b"a")
+    assert await producer.send_async(None, callback) is None  # a null value
+    third = await producer.send_async(b"ccc")  # closes the batch: 3 messages
+    (op,) = h.producer._pending
+    assert h.transport.as_columns == [True] and not op.is_bulk
+    assert h.transport.encoded == [[b"a", None, b"ccc"]]
+    assert h.transport.written == [b"0-2"]
+    assert h.limits_used == (3, 4)
+    h.transport.receipt(0, 2)
+    assert (first.result(), third.result()) == (FakeMessageId(0, 0), FakeMessageId(0, 2))
+    assert called == [(None, FakeMessageId(0, 1))]
+    assert h.limits_used == (0, 0)
+
+
+async def test_a_message_with_options_turns_the_open_columns_into_messages_in_order(
+    make_harness: MakeHarness,
+) -> None:
+    """One batch keeps the order (and consecutive sequence ids) of both kinds."""
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_messages=4, columns=True)
+    await h.start()
+    producer = producer_over(h)
+    futures = [
+        await producer.send_async(b"a"),
+        await producer.send_async(b"b", properties={"k": "v"}),
+        await producer.send_async(b"c"),
+        await producer.send_async(None),
+    ]
+    (op,) = h.producer._pending
+    assert h.transport.as_columns == [False] and op.count == 4
+    assert h.transport.encoded == [[b"a", b"b", b"c", None]]
+    assert h.transport.written == [b"0-3"]
+    h.transport.receipt(0, 3)
+    assert [f.result() for f in futures] == [FakeMessageId(0, i) for i in range(4)]
+    # The next batch is columns again.
+    await producer.send_async(b"d")
+    h.producer._close_batch()
+    assert h.transport.encoded[-1] == [b"d"] and h.transport.as_columns == [False, True]
+
+
+async def test_columns_close_on_bytes_and_a_message_that_does_not_fit_starts_the_next(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(**NO_DELAY_BATCHING, batching_max_allowed_size_in_bytes=5, columns=True)
+    await h.start()
+    producer = producer_over(h)
+    for value in (b"aa", b"bb", b"ccc", b"dd"):
+        await producer.send_async(value)
+    h.producer._close_batch()
+    assert h.transport.encoded == [[b"aa", b"bb"], [b"ccc", b"dd"]]
+    assert h.transport.written == [b"0-1", b"2-3"]
+
+
+async def test_open_columns_fail_at_close_and_a_send_after_close_fails(
+    make_harness: MakeHarness,
+) -> None:
+    h = make_harness(batching_max_publish_delay_ms=60_000, columns=True)
+    await h.start()
+    producer = producer_over(h)
+    called: list[BaseException | None] = []
+    open_future = await producer.send_async(b"open")
+    await producer.send_async(b"open too", lambda error, _: called.append(error))
+    h.transport.disconnect()  # nothing can be delivered: close gives up at once
+    await h.producer.close(0)
+    assert isinstance(open_future.exception(), AlreadyClosedError)
+    assert len(called) == 1 and isinstance(called[0], AlreadyClosedError)
+    assert h.limits_used == (0, 0)
+    late = asyncio.get_running_loop().create_future()
+    assert not h.producer.enqueue_plain(b"late", 4, late, None)
+    assert isinstance(late.exception(), AlreadyClosedError)
 
 
 # -- chunked messages: a pending-message permit per chunk ----------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from msgclient.bulk_columns import cuts, uniform_cuts, uniform_size
+from msgclient.bulk_columns import cuts, uniform_cuts
+from msgclient.contract import uniform_size
 
 
 @pytest.mark.parametrize("size", [0, 1, 99, 100, 101, 4096, 20_000])

@@ -42,12 +42,14 @@ class Limit:
         A request larger than the whole capacity passes when nothing is held (as in
         ``acquire``): otherwise it could never pass.
         """
-        if not self._capacity:
-            self._used += units
+        capacity, used = self._capacity, self._used
+        if not capacity:
+            self._used = used + units
             return True
-        if self._waiters or not self._fits(units, held):
+        # _fits inline: two calls a message sent (pending messages, memory)
+        if self._waiters or (used > held and used + units > capacity):
             return False
-        self._used += units
+        self._used = used + units
         return True
 
     async def acquire(self, units: int, held: int = 0) -> None:

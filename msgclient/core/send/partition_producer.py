@@ -29,6 +29,7 @@ from msgclient.core.send.batch_container import (
     NO_SPACE,
     BatchMessageContainer,
     KeyBasedBatchMessageContainer,
+    PlainBatch,
 )
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.pending_queue import PendingQueue
@@ -41,7 +42,7 @@ from msgclient.errors import (
     ProducerQueueIsFullError,
     SendTimeoutError,
 )
-from msgclient.message import MessageId, OutgoingMessage
+from msgclient.message import MessageId, OutgoingMessage, SendCallback, call_each, fail_future
 from msgclient.options import BatchingType, ProducerOptions
 from msgclient.stats import PartitionProducerStats
 
@@ -121,6 +122,13 @@ class PartitionProducer(ProducerEvents):
     def sends_columns(self) -> bool:
         """Whether the protocol takes bulk ops (``enqueue_columns``)."""
         return self._transport.encodes_columns
+
+    @property
+    def takes_plain(self) -> bool:
+        """Whether ``enqueue_plain`` may be used: batching on, a batch of any keys, and a
+        protocol that encodes columns."""
+        batch = self._batch
+        return batch is not None and batch.takes_plain and self._transport.encodes_columns
 
     @property
     def is_connected(self) -> bool:
@@ -232,12 +240,44 @@ class PartitionProducer(ProducerEvents):
         if closed:
             self._close_batch()
             status = batch.add(message)
+        return self._added(status) or closed
+
+    def enqueue_plain(
+        self,
+        value: bytes | None,
+        size: int,
+        future: asyncio.Future[MessageId] | None,
+        callback: SendCallback | None,
+    ) -> bool:
+        """``enqueue`` of a message without options (``value`` None: a null value of
+        ``size`` 0), kept by the open batch as columns: no OutgoingMessage is made for it.
+        Only when ``takes_plain``. True when it closed a batch."""
+        if self._closing:
+            self._release(1, size)
+            error = AlreadyClosedError(f"producer on {self.topic} is closed")
+            call_each([(callback, None)], error)
+            if future is not None:
+                fail_future(future, error)
+            return False
+        sequence_id = self._next_sequence_id
+        self._next_sequence_id = sequence_id + 1
+        batch: BatchMessageContainer = self._batch  # type: ignore[assignment]  # takes_plain
+        status = batch.add_plain(value, size, future, callback, sequence_id)
+        closed = status == NO_SPACE
+        if closed:
+            self._close_batch()
+            status = batch.add_plain(value, size, future, callback, sequence_id)
+        return self._added(status) or closed
+
+    def _added(self, status: int) -> bool:
+        """After a message joined the open batch: close it if full (True), else make sure
+        its timer runs."""
         if status == ADDED_FULL:
             self._close_batch()
             return True
         if self._batch_timer is None:
             self._schedule_batch_close()
-        return closed
+        return False
 
     async def enqueue_chunkable(self, message: OutgoingMessage, block: bool) -> None:
         """Take a message of a chunking producer (they do not batch) whose first permit
@@ -319,9 +359,20 @@ class PartitionProducer(ProducerEvents):
         if self._batch is None:
             return
         now = self._last_batch_close = self._time()
-        for messages in self._batch.close():
-            size = sum(len(m.value) for m in messages)
-            self._push(OpSend(messages, True, size, now))
+        for op in self._closed_ops(now):
+            self._push(op)
+
+    def _closed_ops(self, now: float) -> list[OpSend]:
+        """The open batch, closed: an op for each batch it makes."""
+        assert self._batch is not None
+        ops = []
+        for closed in self._batch.close():
+            if isinstance(closed, PlainBatch):
+                ops.append(closed.op(now))
+            else:
+                size = sum(len(m.value) for m in closed)
+                ops.append(OpSend(closed, True, size, now))
+        return ops
 
     def _push(self, op: OpSend) -> None:
         if self._encode(op):
@@ -408,10 +459,8 @@ class PartitionProducer(ProducerEvents):
             if self._batch_timer is not None:
                 self._batch_timer.cancel()
                 self._batch_timer = None
-            for messages in self._batch.close():
-                self._complete_failed(
-                    OpSend(messages, True, sum(len(m.value) for m in messages), 0), error
-                )
+            for op in self._closed_ops(0):
+                self._complete_failed(op, error)
         for op in self._pending.drain():
             self._complete_failed(op, error)
 
