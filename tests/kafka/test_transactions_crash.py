@@ -21,7 +21,7 @@ from msgclient.embedded import KafkaBroker
 from tests.kafka.helpers import create_topic
 from tests.kafka.test_transactions import read_all, within
 
-INPUTS = 150  # 22 transactions of 7: the three kills fall within the first ten
+INPUTS = 300
 KILLS = 3
 ROOT = Path(__file__).resolve().parents[2]
 
