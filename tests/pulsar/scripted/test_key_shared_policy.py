@@ -20,8 +20,8 @@ import msgclient
 from msgclient import ConsumerType, KeySharedMode, KeySharedPolicy
 from msgclient.core.send.hashing import murmur3_32_hash
 from msgclient.embedded import PulsarBroker
-from tests.pulsar.consume_helpers import assert_no_message, receive_n
-from tests.pulsar.helpers import WireTap
+from tests.pulsar.consume_helpers import receive_n
+from tests.pulsar.helpers import QUIET_MS, WireTap
 from tests.pulsar.scripted.conftest import MakeClient
 from tests.pulsar.scripted.official_wire import official_command
 from tests.pulsar.scripted.server import WAIT, ScriptedPulsarServer, Type, pb
@@ -153,6 +153,16 @@ def sticky(*ranges: tuple[int, int]) -> dict[str, Any]:
     }
 
 
+async def _rest(consumer: msgclient.Consumer) -> list[msgclient.Message]:
+    """What else comes, until nothing does for ``QUIET_MS``."""
+    rest = []
+    while True:
+        try:
+            rest.append(await consumer.receive(timeout_millis=QUIET_MS))
+        except msgclient.ReceiveTimeoutError:
+            return rest
+
+
 KEYS = [f"key-{i}" for i in range(60)]
 LOW, HIGH = (0, 32767), (32768, 65535)
 
@@ -172,8 +182,13 @@ async def test_sticky_consumers_receive_the_keys_of_their_ranges(
         expected_low = [k for k in KEYS if _hash(k) <= LOW[1]]
         got_low = await receive_n(low, len(expected_low))
         got_high = await receive_n(high, len(KEYS) - len(expected_low))
-        await assert_no_message(low)
-        await assert_no_message(high)
+        # pulsar-lite now and then dispatches a message of a range a second time (the same
+        # id, redelivery count 0: seen once in CI, 2026-12-02, docs/testing.md). A copy of
+        # what the consumer got is the broker's; any other message fails.
+        for consumer, got in ((low, got_low), (high, got_high)):
+            ids = {str(m.message_id()) for m in got}
+            for extra in await _rest(consumer):
+                assert str(extra.message_id()) in ids, f"unexpected {extra.data()!r}"
     assert sorted(m.partition_key() or "" for m in got_low) == sorted(expected_low)
     assert sorted(m.partition_key() or "" for m in got_high) == sorted(
         k for k in KEYS if _hash(k) >= HIGH[0]
