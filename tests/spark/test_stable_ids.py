@@ -8,16 +8,20 @@ the same names and ids: the Kafka sink's driver-kill test shows the query id hol
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pulsar
 
 import msgclient
 import msgclient.blocking
 from msgclient.embedded import PulsarBroker
 from msgclient.options import InitialPosition
+from tests.pulsar.helpers import official_client
 from tests.spark.helpers import TIMEOUT, produce
 from tests.spark.test_exactly_once import PAD, write_failing_once
 from tests.spark.test_sink import write
@@ -118,10 +122,13 @@ def read_until_quiet(url: str, topic: str, expected: set[bytes]) -> list[msgclie
     async def read() -> list[msgclient.Message]:
         async with msgclient.Client(url) as client:
             consumer = await client.subscribe(topic, "check", **CHECK)
-            messages = []
+            messages: list[msgclient.Message] = []
             missing = set(expected)
             while missing:
-                message = await consumer.receive(timeout_millis=10_000)
+                try:
+                    message = await consumer.receive(timeout_millis=10_000)
+                except msgclient.ReceiveTimeoutError:
+                    raise AssertionError(stall(url, topic, messages, len(missing))) from None
                 messages.append(message)
                 missing.discard(message.data())
             while True:
@@ -131,3 +138,21 @@ def read_until_quiet(url: str, topic: str, expected: set[bytes]) -> list[msgclie
                     return messages
 
     return asyncio.run(asyncio.wait_for(read(), TIMEOUT))
+
+
+def stall(url: str, topic: str, got: list[msgclient.Message], missing: int) -> str:
+    """What a read that stalled got against what the broker stores (the official client's
+    read of each partition): says whether the rows were not written or not delivered."""
+    ours = Counter(m.topic_name().rsplit("-", 1)[1] for m in got)
+    stored = {}
+    with official_client(url) as client:
+        for partition in range(2):
+            name = f"persistent://public/default/{topic}-partition-{partition}"
+            reader = client.create_reader(name, pulsar.MessageId.earliest)
+            count = 0
+            with contextlib.suppress(pulsar.Timeout):
+                while True:
+                    reader.read_next(timeout_millis=1000)
+                    count += 1
+            stored[str(partition)] = count
+    return f"stalled, {missing} values missing: got {dict(ours)} by partition, stored {stored}"
