@@ -41,7 +41,7 @@ from protocols.kafkawire.fetcher import (
 from protocols.kafkawire.group import GroupMembership
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.offset_tracker import OffsetTracker
-from protocols.kafkawire.record_run import RecordRun
+from protocols.kafkawire.records.run import RecordRun
 
 log = logging.getLogger(__name__)
 

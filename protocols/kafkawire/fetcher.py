@@ -14,7 +14,7 @@ and only the offsets asked for are delivered again, with their redelivery count.
 
 Isolation (``isolation_level``): Fetch and ListOffsets carry the consumer's. Read committed,
 each partition's records are decoded with the aborted transactions and last stable offset
-its Fetch answer gives (records.py drops aborted transactions' records and stops at the
+its Fetch answer gives (records/reader.py drops aborted transactions' records and stops at the
 last stable offset); read uncommitted, every record is delivered.
 """
 
@@ -37,8 +37,8 @@ from msgclient.options import ConsumerOptions
 from protocols.kafkawire import admin_requests, errors
 from protocols.kafkawire.connection import KafkaConnection
 from protocols.kafkawire.metadata import KafkaLookupService
-from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import decode_record_batches
+from protocols.kafkawire.records.run import RecordRun
 
 log = logging.getLogger(__name__)
 

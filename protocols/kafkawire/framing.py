@@ -4,7 +4,7 @@ Every Kafka frame is ``[int32 size][payload]``. Responses carry no type: the cli
 from the correlation id of the request it sent, so decoding a response needs the request's
 class and version. The envelopes (headers and bodies) are kafka-python's protocol classes,
 generated from Kafka's own JSON message schemas; the record batches inside Produce and Fetch
-are opaque bytes here (see ``records.py``).
+are opaque bytes here (see the ``records`` package).
 """
 
 from __future__ import annotations

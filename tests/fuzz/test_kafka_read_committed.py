@@ -1,4 +1,4 @@
-"""Read committed (protocols/kafkawire/records.py): random logs of transactional producers
+"""Read committed (protocols/kafkawire/records/reader.py): random logs of transactional producers
 decoded with their aborted transactions, against a model of the log and against
 kafka-python's port of the Java client's filtering (``Fetcher.PartitionRecords``).
 

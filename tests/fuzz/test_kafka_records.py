@@ -1,4 +1,4 @@
-"""Kafka RecordBatch v2 (protocols/kafkawire/records.py): encode_record_batch,
+"""Kafka RecordBatch v2 (protocols/kafkawire/records/): encode_record_batch,
 with_producer_state, decode_record_batches.
 
 Batches round-trip every field under every codec; mutated batches (with their CRC made
@@ -23,12 +23,12 @@ from msgclient.message import Message, OutgoingMessage
 from msgclient.options import CompressionType
 from protocols.kafkawire.compression import get_kafka_codec
 from protocols.kafkawire.message_id import KafkaMessageId
-from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import (
     decode_record_batches,
     encode_record_batch,
     with_producer_state,
 )
+from protocols.kafkawire.records.run import RecordRun
 from tests.fuzz.strategies import INTERESTING_SIZES, KIB, MIB, bounded, examples, mutated, text
 from tests.unit.kafka.test_records import DefaultRecordBatchBuilder, zz
 
@@ -175,7 +175,7 @@ STRETCH = st.tuples(
     st.sampled_from(["plain"] * 4 + ["key", "header", "null", "other size"]),
     st.integers(1, 40),
 )
-MIN_RUN = 16  # records.py reads runs this long or longer by columns
+MIN_RUN = 16  # records/reader.py reads runs this long or longer by columns
 Written = tuple[int, int, bytes | None, bool]  # offset delta, timestamp, value, plain?
 
 

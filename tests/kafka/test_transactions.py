@@ -4,7 +4,7 @@ acknowledgments commit with the transaction, fencing, and every misuse's error.
 tansu quirks (../shared/brokers.md): its Fetch responses list no aborted transactions, so
 confluent-kafka's and kafka-python's read_committed consumers (which rely on that list)
 read aborted records too; msgclient's decides by the abort markers as well
-(records.py). tansu enforces no transaction timeout: the client does.
+(records/reader.py). tansu enforces no transaction timeout: the client does.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ output, read read_committed, holds each input exactly once.
 Each restart registers the same transactional id (a new epoch of the same producer id);
 the killed incarnation's open transaction has no end on tansu, which writes no abort marker
 for it (../shared/brokers.md): msgclient's reader takes it as aborted because a newer epoch
-of its producer id wrote after it (records.py).
+of its producer id wrote after it (records/reader.py).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from msgclient.contract import OpSend
 from msgclient.message import OutgoingMessage
 from msgclient.message_batch import MessageBlock, payload_bytes
 from msgclient.options import CompressionType
-from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import decode_record_batches, encode_record_batch
+from protocols.kafkawire.records.run import RecordRun
 from protocols.pulsarwire.send_codec import SendEncoder
 from tests.unit.pulsar.test_receive_codec import as_message_frame, decode
 

@@ -17,7 +17,7 @@ from msgclient.options import ConsumerOptions
 from protocols.kafkawire.fetcher import DELIVER_AT_HEADER, Fetcher, FetchState
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService
-from protocols.kafkawire.record_run import RecordRun
+from protocols.kafkawire.records.run import RecordRun
 
 TOPIC = "orders"
 

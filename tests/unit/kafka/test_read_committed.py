@@ -45,8 +45,8 @@ from protocols.kafkawire.fetcher import (
 )
 from protocols.kafkawire.message_id import KafkaMessageId
 from protocols.kafkawire.metadata import KafkaLookupService
-from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import decode_record_batches, encode_record_batch
+from protocols.kafkawire.records.run import RecordRun
 from protocols.kafkawire.session import KafkaSession
 from tests.unit.kafka.test_records import HEADER, NOW, at_offset, out, with_crc, zz
 

@@ -24,12 +24,12 @@ from msgclient.errors import (
 from msgclient.message import Message, OutgoingMessage
 from msgclient.options import CompressionType
 from protocols.kafkawire.message_id import KafkaMessageId
-from protocols.kafkawire.record_run import RecordRun
 from protocols.kafkawire.records import (
     decode_record_batches,
     encode_record_batch,
     with_producer_state,
 )
+from protocols.kafkawire.records.run import RecordRun
 
 with warnings.catch_warnings():  # kafka-python's import warns about importlib.resources
     warnings.simplefilter("ignore", DeprecationWarning)

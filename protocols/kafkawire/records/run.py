@@ -2,7 +2,7 @@
 
 A producer's batch of messages without keys or headers is, record after record, a value
 and a timestamp at the next offset. The decoder reads such a run by columns
-(records.py); a ``RecordRun`` keeps the columns, so that ``Consumer.receive_many`` hands
+(``reader.py``); a ``RecordRun`` keeps the columns, so that ``Consumer.receive_many`` hands
 a bulk reader the values and timestamps without a Message or a MessageId per record, and
 the per-message path (``receive``) makes the run's Messages in one pass.
 """
