@@ -15,14 +15,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import itertools
-import logging
 import re
-import threading
-import weakref
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypeVar, Unpack, overload
+from typing import Any, TypeVar, Unpack, overload
 
 from msgclient import client as async_client
 from msgclient import consumer as async_consumer
@@ -36,7 +32,8 @@ from msgclient.core.network.cluster_failover import (
     ServiceInfo,
     ServiceInfoProvider,
 )
-from msgclient.errors import AlreadyClosedError, InvalidConfigurationError
+from msgclient.errors import InvalidConfigurationError
+from msgclient.loop_thread import ListenerThreads, LoopThread, on_loop
 from msgclient.message import Message, MessageId, SendCallback
 from msgclient.message_batch import MessageBatch
 from msgclient.options import InitialPosition
@@ -46,172 +43,7 @@ from msgclient.stats import ClientStats, ConsumerStats, ProducerStats
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
-
-# A waiting caller wakes this often to let a signal handler (Ctrl-C) run even where a lock
-# wait cannot be interrupted; a result wakes it at once.
-_WAKE_SECONDS = 0.1
-# How long an interrupted call waits for its coroutine to finish cancelling, so that the
-# next call does not race it (an orphaned receive would take the next message).
-_CANCEL_SECONDS = 1.0
-
 MessageListener = Callable[["Consumer", Message], None]
-
-
-class _LoopThread:
-    """An event loop running in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="msgclient-loop", daemon=True
-        )
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the loop and wait for its outcome. Ctrl-C (or any exception
-        raised in the waiting thread) cancels it on the loop, then propagates."""
-        if threading.current_thread() is self._thread:
-            coroutine.close()
-            raise RuntimeError(
-                "a blocking msgclient call was made on the client's event loop thread (from "
-                "a send callback?): it would wait for itself forever"
-            )
-        call = _Call(coroutine)
-        try:
-            self.loop.call_soon_threadsafe(call.start, self.loop)
-        except RuntimeError:  # the loop is closed: so is the client
-            coroutine.close()
-            raise AlreadyClosedError("the client is closed") from None
-        try:
-            while not call.outcome.done():
-                concurrent.futures.wait([call.outcome], timeout=_WAKE_SECONDS)
-        except BaseException:
-            self.loop.call_soon_threadsafe(call.cancel)
-            concurrent.futures.wait([call.outcome], timeout=_CANCEL_SECONDS)
-            raise
-        return call.outcome.result()
-
-    def snapshot(self, read: Callable[[], T]) -> T:
-        """``read()`` on the loop (what it reads is changed there), or here on the loop's
-        own thread (a send callback) or once the loop is closed."""
-        if threading.current_thread() is self._thread or self.loop.is_closed():
-            return read()
-        return self.run(_on_loop(read))
-
-    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def stop(self) -> None:
-        _stop_loop(self.loop, self._thread)
-
-    def close_when_dropped(
-        self, client: async_client.Client, listener_threads: _ListenerThreads
-    ) -> weakref.finalize[Any, _LoopThread]:
-        """Close ``client`` and stop the loop once nothing references this runner (the
-        blocking client, its producers, consumers and readers all dropped without
-        ``close()``): no thread outlives them, as the official client's. Call the result
-        to do it now, or ``detach()`` it once closed otherwise."""
-        finalizer = weakref.finalize(
-            self, _close_dropped, self.loop, self._thread, client, listener_threads
-        )
-        finalizer.atexit = False  # at exit the daemon thread just ends
-        return finalizer
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    # The default executor's threads (host name lookups) would outlive the client.
-    shutdown = loop.shutdown_default_executor()
-    try:
-        asyncio.run_coroutine_threadsafe(shutdown, loop).result(timeout=10)
-    except RuntimeError:  # the loop is closed already
-        shutdown.close()
-    except concurrent.futures.TimeoutError:
-        pass  # a lookup hung in the resolver: its thread is a daemon, the loop stops
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=10)
-    loop.close()
-
-
-def _close_dropped(
-    loop: asyncio.AbstractEventLoop,
-    thread: threading.Thread,
-    client: async_client.Client,
-    listener_threads: _ListenerThreads,
-) -> None:
-    listener_threads.shutdown()
-    if threading.current_thread() is thread:  # dropped by a callback on the loop itself
-        loop.create_task(client.close()).add_done_callback(lambda _: loop.stop())
-        return
-    try:
-        asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
-    except Exception:  # nobody is left to tell: the loop stops all the same
-        log.warning("closing a dropped client failed", exc_info=True)
-    _stop_loop(loop, thread)
-
-
-class _Call(Generic[T]):
-    """One coroutine run for a waiting thread; ``start`` and ``cancel`` run on the loop."""
-
-    def __init__(self, coroutine: Coroutine[Any, Any, T]) -> None:
-        self.outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._coroutine = coroutine
-        self._task: asyncio.Task[T] | None = None
-        self._cancelled = False
-
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._cancelled:  # interrupted before it began
-            self._coroutine.close()
-            self._cancel_outcome()
-            return
-        self._task = loop.create_task(self._coroutine)
-        self._task.add_done_callback(self._settle)
-
-    def cancel(self) -> None:
-        self._cancelled = True
-        if self._task is not None:
-            self._task.cancel()
-
-    def _cancel_outcome(self) -> None:
-        self.outcome.cancel()
-        # cancel() alone does not wake concurrent.futures.wait(); this does.
-        self.outcome.set_running_or_notify_cancel()
-
-    def _settle(self, task: asyncio.Task[T]) -> None:
-        if task.cancelled():
-            self._cancel_outcome()
-        elif task.exception() is not None:
-            self.outcome.set_exception(task.exception())
-        else:
-            self.outcome.set_result(task.result())
-
-
-class _ListenerThreads:
-    """The threads that run message listeners (the official client's
-    ``message_listener_threads``): each consumer keeps one, round robin."""
-
-    def __init__(self, count: int) -> None:
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise InvalidConfigurationError(
-                f"option message_listener_threads={count!r} is invalid: expected an integer >= 1"
-            )
-        self._count = count
-        self._executors: list[concurrent.futures.ThreadPoolExecutor] = []
-        self._next = itertools.count()
-
-    def pick(self) -> concurrent.futures.ThreadPoolExecutor:
-        if len(self._executors) < self._count:  # threads start with their first consumer
-            executor = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix=f"msgclient-listener-{len(self._executors)}"
-            )
-            self._executors.append(executor)
-            return executor
-        return self._executors[next(self._next) % self._count]
-
-    def shutdown(self) -> None:
-        # Without waiting: a listener that closes the client runs on one of these threads.
-        for executor in self._executors:
-            executor.shutdown(wait=False, cancel_futures=True)
 
 
 class Client(Closing):
@@ -228,8 +60,8 @@ class Client(Closing):
         message_listener_threads: int = 1,
         **options: Any,
     ) -> None:
-        self._listener_threads = _ListenerThreads(message_listener_threads)
-        self._runner = _LoopThread()
+        self._listener_threads = ListenerThreads(message_listener_threads)
+        self._runner = LoopThread()
         try:
             # Made on the loop's thread: adapters may take the running loop when they are
             # built (the Kafka adapter's metadata lookup does).
@@ -337,7 +169,7 @@ class Client(Closing):
 class Producer(Closing):
     """Blocking producer; ``send_async`` returns a ``concurrent.futures.Future``."""
 
-    def __init__(self, producer: async_producer.Producer, runner: _LoopThread) -> None:
+    def __init__(self, producer: async_producer.Producer, runner: LoopThread) -> None:
         self._producer = producer
         self._runner = runner
 
@@ -449,7 +281,7 @@ class Producer(Closing):
         self._runner.run(self._producer.flush())
 
     def begin_transaction(self) -> Transaction:
-        transaction = self._runner.run(_on_loop(self._producer.begin_transaction))
+        transaction = self._runner.run(on_loop(self._producer.begin_transaction))
         return Transaction(transaction, self._runner)
 
     def commit_transaction(self) -> None:
@@ -476,7 +308,7 @@ class Producer(Closing):
 class Transaction:
     """Blocking transaction: ``commit``, ``abort``; ``with`` commits or aborts."""
 
-    def __init__(self, transaction: async_transaction.Transaction, runner: _LoopThread) -> None:
+    def __init__(self, transaction: async_transaction.Transaction, runner: LoopThread) -> None:
         self.inner = transaction
         self._runner = runner
 
@@ -491,7 +323,7 @@ class Transaction:
         self._runner.run(self.inner.abort())
 
     def commit_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
-        self._runner.run(_on_loop(lambda: self.inner.commit_offsets(group_id, offsets)))
+        self._runner.run(on_loop(lambda: self.inner.commit_offsets(group_id, offsets)))
 
     def prepare(self) -> async_transaction.PreparedTransaction | None:
         return self._runner.run(self.inner.prepare())
@@ -511,7 +343,7 @@ class Transaction:
 class Consumer(Closing):
     """Blocking consumer with the names of the async one."""
 
-    def __init__(self, consumer: async_consumer.Consumer, runner: _LoopThread) -> None:
+    def __init__(self, consumer: async_consumer.Consumer, runner: LoopThread) -> None:
         self._consumer = consumer
         self._runner = runner
 
@@ -555,7 +387,7 @@ class Consumer(Closing):
         ``transaction``, it takes effect when that commits."""
         if transaction is not None:
             inner = transaction.inner
-            self._runner.run(_on_loop(lambda: self._consumer.acknowledge(message, inner)))
+            self._runner.run(on_loop(lambda: self._consumer.acknowledge(message, inner)))
             return
         self._runner.run(_ack(self._consumer.acknowledge, message))
 
@@ -567,7 +399,7 @@ class Consumer(Closing):
 
     def redeliver_unacknowledged_messages(self) -> None:
         """As the async one; done on the loop, so acks made before it are seen first."""
-        self._runner.run(_on_loop(self._consumer.redeliver_unacknowledged_messages))
+        self._runner.run(on_loop(self._consumer.redeliver_unacknowledged_messages))
 
     def reconsume_later(
         self, message: Message, delay_ms: int, properties: Mapping[str, str] | None = None
@@ -601,7 +433,7 @@ class Consumer(Closing):
 class Reader(Closing):
     """Blocking reader with the names of the async one."""
 
-    def __init__(self, reader: async_reader.Reader, runner: _LoopThread) -> None:
+    def __init__(self, reader: async_reader.Reader, runner: LoopThread) -> None:
         self._reader = reader
         self._runner = runner
 
@@ -641,10 +473,6 @@ async def _new_client(
     service_url: str | AutoClusterFailover | ServiceInfoProvider, options: dict[str, Any]
 ) -> async_client.Client:
     return async_client.Client(service_url, **options)
-
-
-async def _on_loop(call: Callable[[], T]) -> T:
-    return call()
 
 
 async def _ack(
