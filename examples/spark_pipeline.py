@@ -184,6 +184,15 @@ def read_counts(url: str, output: str, expected: int, timeout: float) -> dict[st
     return asyncio.run(read())
 
 
+def stop_between_batches(query: Any, timeout: float = 5.0) -> None:
+    """Stop ``query`` while no micro-batch runs, waiting ``timeout`` seconds at most: a
+    micro-batch stopped midway is aborted (the sink logs what it had stored of it)."""
+    deadline = time.monotonic() + timeout
+    while query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
+
+
 def run(args: argparse.Namespace, stack: ExitStack) -> int:
     topic = args.topic or f"clicks-{uuid.uuid4().hex[:6]}"
     embedded = args.url is None
@@ -202,8 +211,9 @@ def run(args: argparse.Namespace, stack: ExitStack) -> int:
     checkpoint = stack.enter_context(tempfile.TemporaryDirectory(prefix="msgclient-ckpt-"))
     output = f"{topic}-per-user"
     query = aggregate(spark, url, topic, output, checkpoint)
-    stack.callback(query.stop)
-    # A query stopped mid-batch makes Spark log errors about the aborted batch: quiet.
+    stack.callback(stop_between_batches, query)
+    # A query stopped mid-batch (Ctrl-C) makes Spark log errors about the aborted batch:
+    # quiet.
     stack.callback(spark.sparkContext.setLogLevel, "OFF")
     # The first micro-batch starts Spark's Python workers: produce once it is done, so
     # that the batches follow the stream as it comes.
