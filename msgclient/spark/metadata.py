@@ -99,6 +99,15 @@ async def first_after(
         await reader.close()
 
 
+class Walk(NamedTuple):
+    """What ``after_messages`` read: where it ended, how many messages it counted, and
+    whether it gave up waiting (the probe) before the count or the end."""
+
+    position: Position
+    seen: int
+    timed_out: bool
+
+
 async def after_messages(
     client: msgclient.Client,
     tp: TopicPartition,
@@ -106,29 +115,32 @@ async def after_messages(
     end: Position,
     count: int,
     probe_ms: int,
-) -> tuple[Position, int]:
+) -> Walk:
     """The position after the next ``count`` messages past ``after`` (at most up to
     ``end``), and how many there were: Pulsar limits that count messages, which only
     reading tells (a producer batch is one entry of many). Fewer when ``end`` comes first
     or no message comes within ``probe_ms``."""
     reader = await _reader_after(client, tp, after, min(count, 1000))
     position, seen = after, 0
+    pulsar_end = end if isinstance(end, PulsarPosition) else None
     try:
         async with asyncio.timeout(probe_ms / 1000):
             while seen < count:
                 message_id = (await reader.read_next()).message_id()
-                if covers(after, message_id):
-                    continue  # a start inside an entry gets that entry again
+                if covers(after, message_id):  # a start inside an entry gets that entry again
+                    if pulsar_end is not None and is_last_up_to(pulsar_end, message_id):
+                        break  # ``after`` is at the end's last message already
+                    continue
                 if not covers(end, message_id):
                     break  # past the end
                 position, seen = pulsar_position(message_id), seen + 1
-                if isinstance(end, PulsarPosition) and is_last_up_to(end, message_id):
+                if pulsar_end is not None and is_last_up_to(pulsar_end, message_id):
                     break  # nothing more comes up to the end: no wait for the probe
     except (TimeoutError, ReceiveTimeoutError):
-        pass
+        return Walk(position, seen, True)
     finally:
         await reader.close()
-    return position, seen
+    return Walk(position, seen, False)
 
 
 async def _reader_after(

@@ -34,6 +34,7 @@ from msgclient.spark.positions import (
     WHOLE,
     Protocol,
     PulsarPosition,
+    is_last_up_to,
     reader_start,
 )
 from msgclient.spark.schema import BatchBuilder
@@ -186,6 +187,9 @@ class RangeReader:
                     entry = (message_id.ledger_id, message_id.entry_id)
                     key = (*entry, index if index >= 0 else WHOLE)
                     if key <= read_key:
+                        if is_last_up_to(end, message_id):  # the range began at its end
+                            self.done = True
+                            break
                         continue
                     if key > end_key:
                         self.done = True

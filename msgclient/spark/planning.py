@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import math
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from msgclient.spark.positions import (
     PULSAR_EARLIEST,
     Position,
     Protocol,
+    PulsarPosition,
     advance,
     distance,
     earliest,
@@ -42,6 +44,8 @@ from msgclient.spark.positions import (
 
 T = TypeVar("T")
 Offsets = dict[TopicPartition, Position]
+
+log = logging.getLogger("msgclient.spark")
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ async def next_end(
             if tp in start:
                 limited[tp] = start[tp]
             continue
-        limited[tp] = earliest(top, advance(anchors[tp], shares[tp]))
+        limited[tp] = _entries_after(anchors[tp], top, shares[tp])
     return limited
 
 
@@ -175,10 +179,8 @@ async def _limit_messages(
         for tp in end:
             if seen >= min_units:
                 break
-            _, count = await after_messages(
-                client, tp, anchors[tp], end[tp], min_units - seen, probe
-            )
-            seen += count
+            walk = await after_messages(client, tp, anchors[tp], end[tp], min_units - seen, probe)
+            seen += walk.seen
         if seen < min_units:
             return {tp: start[tp] for tp in end if tp in start}
     if max_units is None:
@@ -189,9 +191,21 @@ async def _limit_messages(
         *(after_messages(client, tp, anchors[tp], end[tp], n, probe) for tp, n in shares.items())
     )
     limited: Offsets = {tp: start[tp] for tp in end if tp in start}
-    for tp, (position, count) in zip(shares, walked, strict=True):
-        if count:
-            limited[tp] = position
+    for tp, walk in zip(shares, walked, strict=True):
+        if walk.seen:
+            limited[tp] = walk.position
+        if walk.seen or not walk.timed_out:
+            continue
+        # Its end is past its anchor, yet no message came within the probe: a slow broker
+        # (or messages gone, which the range's reader then reports). Counted by entries
+        # instead, so that the stream goes on: a micro-batch that stayed at its start would
+        # end an AvailableNow query with this data unread.
+        limited[tp] = _entries_after(anchors[tp], end[tp], shares[tp])
+        log.warning(
+            "msgclient source: %s: no message within %d ms after %s (its end is %s); this "
+            "micro-batch counts %d entries there instead of messages",
+            tp, probe, anchors[tp], end[tp], shares[tp],
+        )  # fmt: skip
     return limited
 
 
@@ -354,9 +368,22 @@ async def _anchor(
         return start
     after = start if start is not None and not is_before(end, start) else None
     message_id = await first_after(client, tp, after, PROBE_MS)
-    if message_id is None:
+    if message_id is not None:
+        return start_at(message_id)
+    origin = PULSAR_EARLIEST if isinstance(end, PulsarPosition) else None
+    if origin is not None and is_before(after if after is not None else origin, end):
+        # Pulsar's end says messages are there, yet none came within the probe (a slow
+        # broker): counted from where they start, a distance unknown.
+        return after if after is not None else origin
+    return end
+
+
+def _entries_after(anchor: Position, end: Position, count: int) -> Position:
+    """The position ``count`` entries (offsets) after ``anchor``, at most ``end``; ``end``
+    itself from a Pulsar start before the first message, where entries have no number."""
+    if is_earliest(anchor):
         return end
-    return start_at(message_id)
+    return earliest(end, advance(anchor, count))
 
 
 def _probe_ms(options: SourceOptions) -> int:

@@ -191,8 +191,10 @@ def reader_start(
         return KafkaMessageId(topic, partition, position), True
     if position.entry < 0:  # before the ledger's first entry (pulsar-lite refuses entry -1)
         return PulsarMessageId(position.ledger, 0, -1, -1), True
-    # The broker starts at the id's entry; whoever reads drops what ``covers`` says.
-    return PulsarMessageId(position.ledger, position.entry, -1, position.batch), False
+    # Inside an entry: all of it, and whoever reads drops what ``covers`` says (so that a
+    # start at the entry's last message is seen to be at its end); a whole entry: after it.
+    inside = position.batch >= 0
+    return PulsarMessageId(position.ledger, position.entry, -1, -1), inside
 
 
 # -- counting (read limits, slices) ----------------------------------------------------

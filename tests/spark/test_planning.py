@@ -11,12 +11,13 @@ import pytest
 from kafka.admin import KafkaAdminClient
 
 from msgclient.embedded import KafkaBroker, PulsarBroker
+from msgclient.spark import planning
 from msgclient.spark.errors import DataLossError, SourceOptionError
-from msgclient.spark.metadata import TopicPartition
+from msgclient.spark.metadata import TopicPartition, Walk
 from msgclient.spark.options import SourceOptions, parse_options
 from msgclient.spark.partition_reader import read_range
 from msgclient.spark.planning import PartitionRange, latest_offsets, next_end, plan_batch, run
-from msgclient.spark.positions import PULSAR_EARLIEST
+from msgclient.spark.positions import PULSAR_EARLIEST, Position, pulsar_position
 from tests.kafka.helpers import create_topic_blocking
 from tests.spark.helpers import produce, pulsar_json
 
@@ -100,6 +101,66 @@ def test_pulsar_read_limits_count_messages(pulsar_broker: PulsarBroker, topic: s
     # minOffsetsPerTrigger counts messages too: 6 left, so 7 wait.
     assert run(next_end(options, middle, latest, None, 7)) == middle
     assert run(next_end(options, middle, latest, None, 6)) == latest
+
+
+def test_pulsar_a_start_at_the_last_message_is_at_the_end(
+    pulsar_broker: PulsarBroker, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A micro-batch ended at the last message of the partition's last entry, whose end
+    names that whole entry: nothing is left. Counting messages after it ends at once (it
+    waited the probe, 5 s, for one more), and a range from there to the end reads nothing
+    at once (it waited pollTimeoutMs, then reported data loss)."""
+    sent = produce(pulsar_broker.service_url, topic, 23, **BATCHED)
+    base = {"url": pulsar_broker.service_url, "topic": topic, "pollTimeoutMs": "20000"}
+    options = parse_options(base, True)
+    tp = TopicPartition(topic, 0)
+    latest = run(latest_offsets(options))
+    last = {tp: pulsar_position(sent[-1].message_id)}
+    assert last[tp].batch == 2 and latest[tp].batch < 0  # type: ignore[union-attr]
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="msgclient.spark"):
+        assert run(next_end(options, last, latest, 7, None)) == last
+    assert read_all(options, [PartitionRange(tp, last[tp], latest[tp])]) == []
+    assert time.monotonic() - started < 4  # neither waited; a loaded machine's margin
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_pulsar_read_limits_go_on_when_the_probe_reads_nothing(
+    pulsar_broker: PulsarBroker,
+    topic: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A broker that answers the planner's reads with nothing within the probe (5 s; a
+    loaded machine) while its last message id says the messages are there: the micro-batch
+    counts entries instead, so the stream goes on. It used to stay at its start, which ends
+    an AvailableNow query with the data unread."""
+    sent = produce(pulsar_broker.service_url, topic, 23, **BATCHED)  # entries of 5
+    options = parse_options({"url": pulsar_broker.service_url, "topic": topic}, True)
+    tp = TopicPartition(topic, 0)
+    latest = run(latest_offsets(options))
+    inside = run(next_end(options, {tp: PULSAR_EARLIEST}, latest, 7, None))  # in entry 2
+
+    async def nothing_found(*args: object) -> None:
+        return None
+
+    async def nothing_read(
+        client: object, tp: TopicPartition, after: Position, *args: object
+    ) -> Walk:
+        return Walk(after, 0, True)
+
+    monkeypatch.setattr(planning, "first_after", nothing_found)
+    monkeypatch.setattr(planning, "after_messages", nothing_read)
+    with caplog.at_level(logging.WARNING, logger="msgclient.spark"):
+        # From inside entry 2, 2 entries: the rest of entry 2, then entry 3.
+        two = run(next_end(options, inside, latest, 2, None))
+        assert read_all(options, [PartitionRange(tp, inside[tp], two[tp])]) == [
+            s.value for s in sent[7:15]
+        ]
+        # From before the first message, where entries have no number: up to the end.
+        assert run(next_end(options, {tp: PULSAR_EARLIEST}, latest, 7, None)) == latest
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and all(f"{tp}: no message within" in w for w in warnings)
 
 
 def test_pulsar_entry_limits_count_entries(pulsar_broker: PulsarBroker, topic: str) -> None:
