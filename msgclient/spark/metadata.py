@@ -90,7 +90,8 @@ async def first_after(
         async with asyncio.timeout(probe_ms / 1000):
             while True:
                 message_id = (await reader.read_next()).message_id()
-                # A Pulsar start at a whole entry gets that entry again: skip it.
+                # A Pulsar start gets its entry again (after a whole one, or all of one it
+                # is inside): skip what the start covers.
                 if after is None or not covers(after, message_id):
                     return message_id
     except (TimeoutError, ReceiveTimeoutError):
