@@ -34,7 +34,6 @@ from msgclient.spark.positions import (
     WHOLE,
     Protocol,
     PulsarPosition,
-    is_last_up_to,
     reader_start,
 )
 from msgclient.spark.schema import BatchBuilder
@@ -186,26 +185,23 @@ class RangeReader:
                     index = message_id.batch_index
                     entry = (message_id.ledger_id, message_id.entry_id)
                     key = (*entry, index if index >= 0 else WHOLE)
-                    if key <= read_key:
-                        if is_last_up_to(end, message_id):  # the range began at its end
-                            self.done = True
-                            break
-                        continue
                     if key > end_key:
                         self.done = True
                         break
-                    ids.append(id_bytes(message_id))
-                    read_key = key
-                    if start < 0 or position != last + 1:  # a new run (the first, or after a skip)
-                        if start >= 0:
-                            runs.append((batch, start, last + 1))
-                        start = position
-                    last = position
                     # The end names a whole entry (an unbatched message, or a batch): done
                     # at its last message.
-                    if key == end_key or (
+                    at_end = key == end_key or (
                         whole and entry == end_entry and index == message_id.batch_size - 1
-                    ):
+                    )
+                    if key > read_key:
+                        ids.append(id_bytes(message_id))
+                        read_key = key
+                        if start < 0 or position != last + 1:  # the first run, or after a skip
+                            if start >= 0:
+                                runs.append((batch, start, last + 1))
+                            start = position
+                        last = position
+                    if at_end:  # a range may begin at its end's last message: nothing to take
                         self.done = True
                         break
                 if start >= 0:
