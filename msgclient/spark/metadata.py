@@ -128,15 +128,15 @@ async def after_messages(
         async with asyncio.timeout(probe_ms / 1000):
             while seen < count:
                 message_id = (await reader.read_next()).message_id()
-                if covers(after, message_id):  # a start inside an entry gets that entry again
-                    if pulsar_end is not None and is_last_up_to(pulsar_end, message_id):
-                        break  # ``after`` is at the end's last message already
-                    continue
                 if not covers(end, message_id):
                     break  # past the end
-                position, seen = pulsar_position(message_id), seen + 1
+                # A start inside an entry gets that entry again: what it covers is not
+                # counted. At the end's last message (counted or not), nothing more comes
+                # up to the end: no wait for the probe.
+                if not covers(after, message_id):
+                    position, seen = pulsar_position(message_id), seen + 1
                 if pulsar_end is not None and is_last_up_to(pulsar_end, message_id):
-                    break  # nothing more comes up to the end: no wait for the probe
+                    break
     except (TimeoutError, ReceiveTimeoutError):
         return Walk(position, seen, True)
     finally:

@@ -370,11 +370,12 @@ async def _anchor(
     message_id = await first_after(client, tp, after, PROBE_MS)
     if message_id is not None:
         return start_at(message_id)
-    origin = PULSAR_EARLIEST if isinstance(end, PulsarPosition) else None
-    if origin is not None and is_before(after if after is not None else origin, end):
-        # Pulsar's end says messages are there, yet none came within the probe (a slow
-        # broker): counted from where they start, a distance unknown.
-        return after if after is not None else origin
+    if isinstance(end, PulsarPosition):
+        since = after if after is not None else PULSAR_EARLIEST
+        if is_before(since, end):
+            # Pulsar's end says messages are there, yet none came within the probe (a slow
+            # broker): counted from where they start, a distance unknown.
+            return since
     return end
 
 
