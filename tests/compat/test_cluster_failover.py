@@ -1,9 +1,19 @@
 """Cluster failover, the same program on the official client and on pulsar_compat: a
-producer and a consumer on the primary, the primary stops, sends go to the secondary,
-the primary comes back, sends go to it again.
+producer and a consumer on the primary, the primary stops, the client switches and sends
+go to the secondary, the primary comes back, the same producer's sends go to it again.
 
 Two embedded pulsar-lite brokers stand for the two clusters; they share no data, so where
 each message is stored says which cluster the client used when it sent it.
+
+The official client 3.13 (C++ 4.2.0) aborts now and then (``std::length_error`` from
+``basic_string::_M_create``, then SIGABRT, which takes pytest down with it) when its
+failover switch closes a connection its I/O thread is opening at that moment: a producer
+or consumer retrying the stopped primary every 100-200 ms makes one. Seen in CI and in
+about 1 failover in 20 with two busy cores; 0 in 120 with nothing retrying the primary. So
+the program closes its producer and consumer before the primary stops and makes new ones
+on the secondary. A producer living through the failover is tested on msgclient itself
+(tests/pulsar/test_cluster_failover.py); the switch back here keeps its producer and
+consumer (their connections are open, none is being made, and no abort was seen there).
 """
 
 from __future__ import annotations
@@ -94,14 +104,16 @@ def test_failover_and_switch_back(
         received = receive_until(consumer, b"primary-1")
         in_use = [client.get_service_info().service_url]
         # The grouped acknowledgment reaches the primary before it stops: close sends it,
-        # then waits for the broker's answer to the close, which comes after it.
+        # then waits for the broker's answer to the close, which comes after it. Nothing
+        # of the client's is left to retry the primary (see the module's docstring).
         consumer.close()
-        consumer = subscribe()
+        producer.close()
 
         primary.stop()
-        started = time.monotonic()
-        producer.send(b"secondary")  # waits for the reconnect on the secondary
-        failover_s = time.monotonic() - started
+        wait_for_service(client, secondary)  # two failed probes of 200 ms
+        producer = client.create_producer(topic)
+        consumer = subscribe()
+        producer.send(b"secondary")
         received += receive_until(consumer, b"secondary")
         in_use.append(client.get_service_info().service_url)
 
@@ -116,7 +128,6 @@ def test_failover_and_switch_back(
     assert in_use == [primary.service_url, secondary.service_url, primary.service_url]
 
     assert received == [b"primary-1", b"secondary", b"primary-2"]
-    assert failover_s < 10  # measured: well under 2 s for both clients
     assert stored(primary, topic, 2) == [b"primary-1", b"primary-2"]
     assert stored(secondary, topic, 1) == [b"secondary"]
 
