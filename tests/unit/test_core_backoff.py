@@ -91,3 +91,26 @@ async def test_wait_sleeps_the_delay_without_a_signal_or_when_it_does_not_fire()
         started = loop.time()
         await asyncio.wait_for(backoff.wait(), timeout=5)
         assert loop.time() - started >= 0.04  # 0.045-0.05 s, less the loop's clock slack
+
+
+async def test_a_signal_fired_while_an_attempt_runs_makes_the_next_wait_none() -> None:
+    """The attempt ran against the cluster the signal switched away from: it is made again
+    at once, not after the delay it was due (the CI run where a producer reconnecting when
+    the switch came waited out its 10 s backoff)."""
+    signal = RetrySignal()
+    backoff = Backoff(10.0, 60.0, FixedRandom(0.0), signal)
+    assert backoff.next() == 10.0  # a first failure: the wait, then an attempt
+    signal.fire()  # during that attempt: no waiter to wake
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(backoff.wait(), timeout=5)
+    assert loop.time() - started < 1  # at once, not after 20 s
+    assert [backoff.next(), backoff.next()] == [10.0, 20.0]  # then from the initial delay
+
+
+async def test_a_signal_before_a_success_asks_for_no_retry() -> None:
+    signal = RetrySignal()
+    backoff = Backoff(0.1, 1.0, FixedRandom(0.0), signal)
+    signal.fire()
+    backoff.reset()  # an attempt succeeded after it
+    assert backoff.next() == pytest.approx(0.1)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from msgclient.contract import OpSend, ProducerEvents, ProducerRegistration, ProducerTransport
-from msgclient.core.network.backoff import Backoff
+from msgclient.core.network.backoff import Backoff, RetrySignal
 from msgclient.core.send.limits import Limit
 from msgclient.core.send.partition_producer import PartitionProducer
 from msgclient.errors import (
@@ -148,6 +148,7 @@ class Harness:
         max_pending: int = 0,
         clock: FakeScheduler | None = None,
         columns: bool = False,
+        backoff: Backoff | None = None,
         **options: Any,
     ) -> None:
         self.memory = Limit(memory_limit)
@@ -158,7 +159,7 @@ class Harness:
             ProducerOptions(**options),
             self.memory,
             self._transport_factory,
-            Backoff(0.001, 0.004),
+            backoff or Backoff(0.001, 0.004),
             max_pending,
             scheduler=clock,
         )
@@ -576,6 +577,21 @@ async def test_reconnect_retries_with_backoff_until_it_succeeds(
     assert h.transport.connects == 5  # the first, three failures, the success
     h.transport.receipt(0)
     assert future.result() == FakeMessageId(0, -1)
+
+
+async def test_a_cluster_switch_right_after_a_disconnect_reconnects_at_once(
+    make_harness: MakeHarness,
+) -> None:
+    """A switch in the same loop step as the disconnect comes before the reconnect's first
+    wait: it was missed, and the producer waited its initial backoff out (10 s in the CI
+    run of tests/pulsar/test_cluster_failover.py that failed)."""
+    signal = RetrySignal()
+    h = make_harness(batching_enabled=False, backoff=Backoff(10.0, 60.0, signal=signal))
+    await h.start()
+    h.transport.disconnect()
+    signal.fire()  # what ClusterSwitch does; the reconnect task has not run yet
+    await h.transport.wait_until(lambda: h.transport.online)  # within WAIT, not 9-10 s
+    assert h.transport.connects == 2
 
 
 async def test_fatal_broker_error_on_reconnect_fails_everything(

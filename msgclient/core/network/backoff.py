@@ -50,7 +50,9 @@ class Backoff:
     """Delays that double from ``initial`` up to ``maximum``, each shortened by up to 10%.
 
     The jitter keeps many clients that lost the same broker from reconnecting in lockstep.
-    With a ``signal``, ``wait`` ends early when it fires, and the delays start over.
+    With a ``signal``, ``wait`` ends early when it fires, and the delays start over; if it
+    fired between two waits (while an attempt ran, against the old cluster), the next
+    delay is none: the attempt is made again at once.
     """
 
     def __init__(
@@ -73,9 +75,9 @@ class Backoff:
 
     def next(self) -> float:
         """The delay before the next attempt; each call doubles the following one."""
-        if self._signal is not None and self._generation != self._signal.generation:
-            self._generation = self._signal.generation  # fired since: start over
-            self._next = self._initial
+        if self._fired_since_seen():
+            self._next = self._initial  # start over, and no wait for an attempt at once
+            return 0.0
         delay = self._next
         self._next = min(self._next * 2, self._maximum)
         return delay - delay * 0.1 * self._random.random()
@@ -83,6 +85,7 @@ class Backoff:
     def reset(self) -> None:
         """Start over from ``initial`` (after a successful attempt)."""
         self._next = self._initial
+        self._fired_since_seen()  # a signal before the success asks for no retry
 
     async def wait(self, delay: float | None = None) -> None:
         """Sleep ``delay`` (by default the next delay), cut short if the signal fires."""
@@ -90,5 +93,14 @@ class Backoff:
             delay = self.next()
         if self._signal is None:
             await asyncio.sleep(delay)
-        else:
+        elif delay > 0:
             await self._signal.sleep(delay)
+            if self._fired_since_seen():  # cut short: the delays start over
+                self._next = self._initial
+
+    def _fired_since_seen(self) -> bool:
+        """Whether the signal fired since this was last asked (and notes that it did)."""
+        if self._signal is None or self._generation == self._signal.generation:
+            return False
+        self._generation = self._signal.generation
+        return True
