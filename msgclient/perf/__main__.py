@@ -44,6 +44,7 @@ from msgclient.perf import (
 from msgclient.perf.kafka_produce import KafkaTarget
 from msgclient.perf.plot import save_plot
 from msgclient.perf.race import alternating, print_pairs, run_rounds
+from msgclient.perf.stopwatch import GroupClock
 
 CONTENDERS = ("msgclient", "pulsar-client")
 MESSAGES = 200_000
@@ -169,12 +170,15 @@ def _race_table(
     *,
     reverse_even_rounds: bool = False,
     cpu_us: dict[str, list[float]] | None = None,
+    broker_cores: dict[str, list[float]] | None = None,
     comparisons: Sequence[kafka_produce.Comparison] = (),
 ) -> None:
     """Alternating rounds over ``rows`` (label, settings); ``run(label, round)`` -> msg/s.
     Prints the best round of each (with the CPU µs a message of that round, when
-    ``run`` fills ``cpu_us``), then each comparison, or else the ratio of each msgclient
-    row to each rival row. ``reverse_even_rounds``: even rounds run the rows last to first."""
+    ``run`` fills ``cpu_us``, and how many cores the client and the broker kept busy, when
+    it fills ``broker_cores`` too), then each comparison, or else the ratio of each
+    msgclient row to each rival row. ``reverse_even_rounds``: even rounds run the rows last
+    to first."""
     print(f"{workload}: {len(rows)} runs a round")
     for label, settings in rows:
         print(f"  {label:28} {settings}")
@@ -196,6 +200,9 @@ def _race_table(
     print(f"{workload}: best of {args.rounds} rounds")
     for label, rate in best.items():
         cost = f"{cpu[label]:>8.2f} µs CPU a message" if cpu else ""
+        if cpu and broker_cores and broker_cores[label]:
+            at_best = broker_cores[label][rates[label].index(rate)]
+            cost += f"; cores busy: client {cpu[label] * rate / 1e6:.2f}, broker {at_best:.2f}"
         print(f"  {label:28} {rate:>12,.0f} msg/s {cost}")
     if comparisons:
         _print_comparisons(best, cpu, comparisons)
@@ -257,15 +264,21 @@ def _race_producers(
     """Each run on a fresh topic of its own, deleted after it."""
     by_label = {c.label: c for c in contenders}
     cpu_us: dict[str, list[float]] = {c.label: [] for c in contenders}
+    broker_cores: dict[str, list[float]] = {c.label: [] for c in contenders}
 
     def run(label: str, _: int) -> float:
         topic = _topic(workload, label.replace(" ", "-"))
         kafka_produce.create_topic(target, topic)
         try:
+            # The broker's cores over the whole run (the client's connect and close too).
+            broker = GroupClock(target.broker_group) if target.broker_group else None
             measured = by_label[label].run(target, topic, args.messages, args.size)
+            broker_time = broker.stop() if broker else None
         finally:
             kafka_produce.delete_topic(target, topic)
         cpu_us[label].append(measured.cpu_us)
+        if broker_time:
+            broker_cores[label].append(broker_time[0] / broker_time[1])
         return measured.rate
 
     rows = [(c.label, c.settings) for c in contenders]
@@ -277,6 +290,7 @@ def _race_producers(
         run,
         reverse_even_rounds=reverse_even_rounds,
         cpu_us=cpu_us,
+        broker_cores=broker_cores,
         comparisons=comparisons,
     )
 
@@ -389,13 +403,15 @@ def _plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str
     return plan
 
 
-def _kafka_target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> KafkaTarget:
+def _kafka_target(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, broker_group: int | None
+) -> KafkaTarget:
     for module in ("aiokafka", "confluent_kafka", "kafka"):
         try:
             importlib.import_module(module)
         except ImportError:
             parser.error(f"the Kafka workloads need {module}: pip install msgclient[peers]")
-    return KafkaTarget(args.bootstrap_servers)
+    return KafkaTarget(args.bootstrap_servers, broker_group)
 
 
 def _run_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, results: Results) -> None:
@@ -407,10 +423,12 @@ def _run_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, results
         for name in plan:
             if name in KAFKA_WORKLOADS:
                 if target is None:
+                    broker_group = None
                     if args.bootstrap_servers is None:
                         broker = stack.enter_context(KafkaBroker())
                         args.bootstrap_servers = broker.bootstrap_servers
-                    target = _kafka_target(parser, args)
+                        broker_group = broker.pid  # its own session: the group's leader
+                    target = _kafka_target(parser, args, broker_group)
                     print(
                         f"kafka broker {target.bootstrap_servers}; {args.messages} x "
                         f"{args.size} B messages, {args.rounds} rounds, topics of "

@@ -41,6 +41,7 @@ PROGRESS_SECONDS = 5.0
 @dataclass(frozen=True)
 class KafkaTarget:
     bootstrap_servers: str  # host:port, what the rivals take
+    broker_group: int | None = None  # an embedded broker's process group: its CPU is shown
 
     @property
     def service_url(self) -> str:
