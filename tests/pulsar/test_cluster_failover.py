@@ -8,7 +8,6 @@ check, and a subscription on the secondary starts there from its initial positio
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -230,11 +229,11 @@ class PushedServices(ServiceInfoProvider):
     def close(self) -> None:
         self.closed = True
 
-    def push(self, service: ServiceInfo) -> None:
+    async def push(self, service: ServiceInfo) -> None:
+        """The update from another thread, which returns once the loop applied it: the
+        loop must stay free meanwhile (a join on the loop stalled it 5 s a push)."""
         assert self.update is not None
-        thread = threading.Thread(target=self.update, args=(service,))
-        thread.start()
-        thread.join(timeout=5)
+        await asyncio.wait_for(asyncio.to_thread(self.update, service), timeout=5)
 
 
 async def test_a_service_info_provider_update_switches(
@@ -249,12 +248,12 @@ async def test_a_service_info_provider_update_switches(
         assert await receive_data(consumer) == b"one"
 
         target = ServiceInfo(secondary.service_url)
-        provider.push(target)
+        await provider.push(target)
         await wait_until(lambda: client.service_info == target, "the pushed switch")
         await within(producer.send(b"two"))
         assert await receive_data(consumer) == b"two"
         # A bad update is refused and logged; the client stays where it is.
-        provider.push(ServiceInfo("kafka://127.0.0.1:9092"))
+        await provider.push(ServiceInfo("kafka://127.0.0.1:9092"))
         await wait_until(
             lambda: any("refused" in r.getMessage() for r in caplog.records), "the refusal"
         )
