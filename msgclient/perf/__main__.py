@@ -43,7 +43,7 @@ from msgclient.perf import (
 )
 from msgclient.perf.kafka_produce import KafkaTarget
 from msgclient.perf.plot import save_plot
-from msgclient.perf.race import alternating, print_pairs, run_rounds
+from msgclient.perf.race import alternating, at_best, print_pairs, run_rounds
 from msgclient.perf.stopwatch import GroupClock
 
 CONTENDERS = ("msgclient", "pulsar-client")
@@ -191,18 +191,14 @@ def _race_table(
     rates = run_rounds(workload, args.rounds, order, run)
     best = {label: max(values) for label, values in rates.items()}
     cpu = (
-        {  # the CPU of each label's best round
-            label: cpu_us[label][values.index(best[label])] for label, values in rates.items()
-        }
-        if cpu_us
-        else {}
+        {label: at_best(values, cpu_us[label]) for label, values in rates.items()} if cpu_us else {}
     )
     print(f"{workload}: best of {args.rounds} rounds")
     for label, rate in best.items():
         cost = f"{cpu[label]:>8.2f} µs CPU a message" if cpu else ""
         if cpu and broker_cores and broker_cores[label]:
-            at_best = broker_cores[label][rates[label].index(rate)]
-            cost += f"; cores busy: client {cpu[label] * rate / 1e6:.2f}, broker {at_best:.2f}"
+            broker = at_best(rates[label], broker_cores[label])
+            cost += f"; cores busy: client {cpu[label] * rate / 1e6:.2f}, broker {broker:.2f}"
         print(f"  {label:28} {rate:>12,.0f} msg/s {cost}")
     if comparisons:
         _print_comparisons(best, cpu, comparisons)

@@ -55,8 +55,8 @@ def print_pairs(
         ours, theirs = rates[f"msgclient {row}"], rates[f"{RIVAL} {row}"]
         cpu = ""
         if cpu_us:
-            our_cpu = _at_best(ours, cpu_us[f"msgclient {row}"])
-            their_cpu = _at_best(theirs, cpu_us[f"{RIVAL} {row}"])
+            our_cpu = at_best(ours, cpu_us[f"msgclient {row}"])
+            their_cpu = at_best(theirs, cpu_us[f"{RIVAL} {row}"])
             cpu = f" {our_cpu:>13.2f} {their_cpu:>13.2f} {their_cpu / our_cpu:>5.2f}x"
         print(
             f"  {row:14} {_best(ours):>28} {_best(theirs):>28} {max(ours) / max(theirs):>6.2f}x"
@@ -65,7 +65,7 @@ def print_pairs(
         )
 
 
-def _at_best(rates: list[float], values: list[float]) -> float:
+def at_best(rates: list[float], values: list[float]) -> float:
     """The value of the round with the best rate."""
     return values[rates.index(max(rates))]
 

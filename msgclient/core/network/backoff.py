@@ -75,9 +75,8 @@ class Backoff:
 
     def next(self) -> float:
         """The delay before the next attempt; each call doubles the following one."""
-        if self._fired_since_seen():
-            self._next = self._initial  # start over, and no wait for an attempt at once
-            return 0.0
+        if self._started_over():
+            return 0.0  # fired since the last attempt: that one is made again at once
         delay = self._next
         self._next = min(self._next * 2, self._maximum)
         return delay - delay * 0.1 * self._random.random()
@@ -85,7 +84,7 @@ class Backoff:
     def reset(self) -> None:
         """Start over from ``initial`` (after a successful attempt)."""
         self._next = self._initial
-        self._fired_since_seen()  # a signal before the success asks for no retry
+        self._started_over()  # a signal before the success asks for no retry
 
     async def wait(self, delay: float | None = None) -> None:
         """Sleep ``delay`` (by default the next delay), cut short if the signal fires."""
@@ -95,12 +94,13 @@ class Backoff:
             await asyncio.sleep(delay)
         elif delay > 0:
             await self._signal.sleep(delay)
-            if self._fired_since_seen():  # cut short: the delays start over
-                self._next = self._initial
+            self._started_over()  # if cut short by the signal, the delays start over
 
-    def _fired_since_seen(self) -> bool:
-        """Whether the signal fired since this was last asked (and notes that it did)."""
+    def _started_over(self) -> bool:
+        """If the signal fired since this was last asked: note it, start the delays over
+        from ``initial``, and answer True."""
         if self._signal is None or self._generation == self._signal.generation:
             return False
         self._generation = self._signal.generation
+        self._next = self._initial
         return True
